@@ -1,0 +1,66 @@
+import Koa from 'koa';
+import type { Config } from '../shared/config.js';
+import type { Pool } from '../shared/db/pool.js';
+import type { MessageBus } from '../shared/kafka/bus.js';
+import type { Logger } from '../shared/logger.js';
+import { createApiKeyAuthenticator } from './auth/authenticate.js';
+import { createDependencyChecks } from './health/checks.js';
+import { healthRoutes } from './health/routes.js';
+import { accessLog } from './http/access-log.js';
+import { errorHandler } from './http/error-handler.js';
+import { requestContext } from './http/request-context.js';
+import type { GatewayState } from './http/state.js';
+import { inventoryRoutes } from './inventory/routes.js';
+import { buildOpenApiDocument } from './openapi/document.js';
+import type { GatewayMetrics } from './ops/metrics.js';
+import { opsRoutes } from './ops/routes.js';
+import { createRateLimiter } from './rate-limit/rate-limiter.js';
+import { buildRouter } from './routes/register.js';
+import type { RouteDefinition } from './routes/route-definition.js';
+
+export type AppDeps = {
+  config: Config;
+  logger: Logger;
+  pool: Pool;
+  bus: MessageBus;
+  metrics: GatewayMetrics;
+  accepting: () => boolean;
+};
+
+/** Every operation the gateway serves; the OpenAPI document is generated from this list. */
+export function allRoutes(deps: AppDeps): RouteDefinition[] {
+  const check = createDependencyChecks(deps.pool, deps.bus, deps.config.healthCheckTimeoutMs);
+  let document: unknown;
+  const routes: RouteDefinition[] = [
+    ...healthRoutes(check),
+    ...inventoryRoutes(deps.pool),
+    ...opsRoutes({
+      check,
+      metrics: deps.metrics,
+      accepting: deps.accepting,
+      openApiDocument: () =>
+        (document ??= buildOpenApiDocument(routes, {
+          rateLimitPerMinute: deps.config.rateLimitPerMinute,
+          bodyLimitBytes: deps.config.bodyLimitBytes,
+        })),
+    }),
+  ];
+  return routes;
+}
+
+export function createApp(deps: AppDeps): Koa<GatewayState> {
+  const app = new Koa<GatewayState>({ proxy: false });
+  app.silent = true; // errors are logged by errorHandler, with the request id
+  const router = buildRouter(allRoutes(deps), {
+    authenticate: createApiKeyAuthenticator(deps.pool, deps.config.authCacheTtlMs),
+    rateLimit: createRateLimiter(deps.pool),
+    defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
+    bodyLimitBytes: deps.config.bodyLimitBytes,
+  });
+  app.use(requestContext());
+  app.use(accessLog(deps.logger, deps.metrics));
+  app.use(errorHandler(deps.logger));
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

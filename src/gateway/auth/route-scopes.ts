@@ -1,0 +1,24 @@
+import type { Scope } from '../../shared/scopes.js';
+
+// The one table of which scope each integration operation needs (spec part 5).
+// Keyed by "METHOD path-template"; a /api route missing here fails at start-up.
+export const routeScopes: Record<string, Scope> = {
+  'GET /api/v1/connect/inventory/items': 'connect.inventory.read',
+  'GET /api/v1/connect/inventory/locations': 'connect.inventory.read',
+  'GET /api/v1/connect/inventory/balances': 'connect.inventory.read',
+  'GET /api/v1/connect/work-orders/{workOrderId}/materials': 'connect.workorders.materials.read',
+  'POST /api/v1/connect/work-orders/{workOrderId}/materials': 'connect.workorders.materials.write',
+  'POST /api/v1/connect/work-orders/by-external-id/{externalWorkOrderId}/materials': 'connect.workorders.materials.write',
+  'POST /api/connect/jobs': 'connect.jobs.write',
+  'POST /api/v1/connect/jobs': 'connect.jobs.write',
+  'GET /api/v1/import-jobs': 'import_jobs.read',
+  'GET /api/v1/import-jobs/{id}': 'import_jobs.read',
+  'POST /api/v1/import-jobs/{id}/route-suggestion': 'route_suggestions.create',
+  'POST /api/v1/inbound/targets': 'inbound.targets.write',
+  'POST /api/v1/inbound/targets/batch': 'inbound.targets.batch.write',
+  'GET /api/v1/integration/health': 'integration.health.read',
+};
+
+export function scopeOf(method: string, pathTemplate: string): Scope | undefined {
+  return routeScopes[`${method.toUpperCase()} ${pathTemplate}`];
+}

@@ -1,0 +1,48 @@
+import type { Server } from 'node:http';
+import type { Config } from '../shared/config.js';
+import { createPool } from '../shared/db/pool.js';
+import { createKafkaBus } from '../shared/kafka/bus.js';
+import type { Logger } from '../shared/logger.js';
+import { createApp } from './app.js';
+import { createGatewayMetrics } from './ops/metrics.js';
+
+export type RunningGateway = { server: Server; url: string; stop(): Promise<void> };
+
+/** The gateway's composition root: builds pool, Kafka bus, metrics and app, and listens. */
+export async function startGateway(config: Config, logger: Logger): Promise<RunningGateway> {
+  const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-gateway');
+  pool.on('error', (err) => logger.warn({ err }, 'idle postgres connection failed'));
+  const metrics = createGatewayMetrics();
+  const bus = createKafkaBus({
+    brokers: config.kafkaBrokers,
+    clientId: `${config.kafkaClientId}-gateway`,
+    produceTimeoutMs: config.kafkaProduceTimeoutMs,
+    logger,
+    onProduceError: (topic) => metrics.kafkaProduceError(topic),
+  });
+  let accepting = true;
+  const app = createApp({ config, logger, pool, bus, metrics, accepting: () => accepting });
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+
+  return {
+    server,
+    url,
+    async stop() {
+      accepting = false;
+      // Stop accepting, let in-flight requests finish, then flush Kafka and close the pool.
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await bus.close();
+      await pool.end();
+    },
+  };
+}

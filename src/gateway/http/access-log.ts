@@ -1,0 +1,29 @@
+import type { Middleware } from 'koa';
+import type { Logger } from '../../shared/logger.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
+import type { GatewayState } from './state.js';
+
+/** One JSON line per request, and the request metrics. Never logs headers or bodies. */
+export const accessLog =
+  (logger: Logger, metrics: GatewayMetrics): Middleware<GatewayState> =>
+  async (ctx, next) => {
+    try {
+      await next();
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - ctx.state.startedAt) / 1e9;
+      const route = ctx.state.routeTemplate ?? 'unmatched';
+      metrics.observeRequest(ctx.method, route, ctx.status, seconds);
+      logger.info(
+        {
+          requestId: ctx.state.requestId,
+          correlationId: ctx.state.correlationId,
+          clientId: ctx.state.client?.clientId ?? null,
+          method: ctx.method,
+          route,
+          status: ctx.status,
+          durationMs: Math.round(seconds * 1e6) / 1e3,
+        },
+        'request',
+      );
+    }
+  };

@@ -1,0 +1,45 @@
+import type { Context } from 'koa';
+import getRawBody from 'raw-body';
+import { AppError } from '../../shared/errors.js';
+
+export const acceptedRequestMediaTypes = ['application/json', 'text/json', 'application/*+json'] as const;
+
+function hasBody(ctx: Context): boolean {
+  const length = ctx.get('content-length');
+  return ctx.get('transfer-encoding') !== '' || (length !== '' && length !== '0');
+}
+
+/**
+ * Reads and parses a JSON body: 415 for another media type, 413 past the limit,
+ * 400 invalid_json for malformed text. A missing body parses as undefined.
+ */
+export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
+  if (!hasBody(ctx)) return undefined;
+  if (!ctx.is(...acceptedRequestMediaTypes)) {
+    throw new AppError(
+      'unsupported_media_type',
+      `Content-Type ${ctx.get('content-type') || '(none)'} is not supported; send application/json.`,
+    );
+  }
+  let text: string;
+  try {
+    text = await getRawBody(ctx.req, { limit: limitBytes, length: ctx.get('content-length') || undefined, encoding: 'utf-8' });
+  } catch (err) {
+    const e = err as { type?: string; status?: number };
+    if (e.type === 'entity.too.large' || e.status === 413) {
+      throw new AppError('payload_too_large', `The body exceeds the limit of ${limitBytes} bytes.`, null, {
+        limitBytes,
+      });
+    }
+    if (e.type === 'encoding.unsupported' || e.status === 415) {
+      throw new AppError('unsupported_media_type', 'Only UTF-8 JSON bodies are supported.');
+    }
+    throw new AppError('invalid_json', 'The body could not be read completely.');
+  }
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new AppError('invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
+  }
+}

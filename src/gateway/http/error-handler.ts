@@ -1,0 +1,36 @@
+import type { Middleware } from 'koa';
+import { AppError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import { renderError, statusOfKind } from './error-mapping.js';
+import { sendJson } from './negotiate.js';
+import type { GatewayState } from './state.js';
+
+/** Turns anything thrown below into one of the two documented error bodies. */
+export const errorHandler =
+  (logger: Logger): Middleware<GatewayState> =>
+  async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body == null && ctx.status === 404) {
+        throw new AppError('route_not_found', `No operation at ${ctx.method} ${ctx.path}.`);
+      }
+      if (ctx.body == null && (ctx.status === 405 || ctx.status === 501)) {
+        // @koa/router's allowedMethods has set the Allow header.
+        throw new AppError('method_not_allowed', `${ctx.method} is not supported here; see the Allow header.`);
+      }
+    } catch (thrown) {
+      const err = toAppError(thrown);
+      const status = statusOfKind[err.kind];
+      if (status >= 500 && err.kind === 'internal') {
+        logger.error({ err: thrown, requestId: ctx.state.requestId, correlationId: ctx.state.correlationId }, 'unhandled error');
+      }
+      if (err.retryAfterSeconds !== null) ctx.set('Retry-After', String(err.retryAfterSeconds));
+      const shape = ctx.state.connectErrorStatuses?.includes(status) ? 'connect' : 'standard';
+      sendJson(ctx, status, renderError(err, shape, ctx.state));
+    }
+  };
+
+function toAppError(thrown: unknown): AppError {
+  if (thrown instanceof AppError) return thrown;
+  return new AppError('internal_error', 'An unexpected error occurred; it was logged with the request id.');
+}

@@ -1,0 +1,18 @@
+import type { ParameterizedContext } from 'koa';
+import type { AuthenticatedClient } from '../auth/authenticate.js';
+import type { ErrorShape } from './error-mapping.js';
+
+/** What the middleware chain learns about a request, in ctx.state. */
+export type GatewayState = {
+  requestId: string;
+  correlationId: string;
+  startedAt: bigint;
+  /** The matched route's template (e.g. /api/v1/import-jobs/{id}), for logs and metrics. */
+  routeTemplate?: string;
+  /** Statuses this route answers in the Connect error shape. */
+  connectErrorStatuses?: readonly number[];
+  client?: AuthenticatedClient;
+};
+
+export type GatewayContext = ParameterizedContext<GatewayState>;
+export type { ErrorShape };

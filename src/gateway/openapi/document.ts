@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import { errorCatalogue } from '../../shared/errors.js';
+import { serviceVersion } from '../../shared/version.js';
+import { scopeOf } from '../auth/route-scopes.js';
+import { acceptedRequestMediaTypes } from '../http/body.js';
+import { connectErrorSchema, standardErrorSchema } from '../http/error-shapes.js';
+import { windowSeconds } from '../rate-limit/rate-limiter.js';
+import type { RouteDefinition } from '../routes/route-definition.js';
+
+export type DocumentLimits = { rateLimitPerMinute: number; bodyLimitBytes: number };
+
+const jsonMediaTypes = ['application/json', 'text/json', 'text/plain'] as const;
+
+const errorDescriptions: Record<number, string> = {
+  400: 'Invalid request: malformed JSON (invalid_json) or schema violations (validation_failed, per-field errors).',
+  401: 'No credential, or a malformed, unknown, revoked or expired one.',
+  403: "The credential is valid but lacks the operation's scope (insufficient_scope).",
+  404: 'Not found (resource_not_found); also for another tenant\'s or client\'s objects.',
+  409: 'Conflict (idempotency_conflict).',
+  413: 'Body larger than the documented limit (payload_too_large).',
+  415: 'Request media type is not application/json, text/json or application/*+json.',
+  422: 'Well-formed but cannot be carried out (unprocessable).',
+  429: 'Rate limit exceeded (rate_limited); see Retry-After and RateLimit headers.',
+  500: 'Unexpected error (internal_error); logged with the request id.',
+  503: 'PostgreSQL or Kafka cannot take the work (service_unavailable); nothing was accepted. See Retry-After.',
+};
+
+const idHeaders = {
+  'X-Request-Id': z.string().meta({ description: "This request's id (also in logs and Connect error bodies)." }),
+  'X-Correlation-Id': z.string().meta({ description: 'The X-Correlation-Id sent by the client, or a generated one.' }),
+};
+const rateLimitHeaders = {
+  RateLimit: z.string().meta({ description: 'IETF draft RateLimit: `"client";r=<remaining>;t=<seconds to reset>`.' }),
+  'RateLimit-Policy': z.string().meta({ description: `IETF draft RateLimit-Policy: \`"client";q=<limit>;w=${windowSeconds}\`.` }),
+};
+const retryAfterHeader = { 'Retry-After': z.string().meta({ description: 'Seconds to wait before retrying.' }) };
+
+function content(schema: z.ZodType, mediaTypes: readonly string[]) {
+  return Object.fromEntries(mediaTypes.map((m) => [m, { schema }]));
+}
+
+function errorStatusesOf(route: RouteDefinition): number[] {
+  const statuses = new Set<number>([500]);
+  if (route.auth === 'apiKey') [401, 403, 429, 503].forEach((s) => statuses.add(s));
+  if (route.params || route.query || route.body) statuses.add(400);
+  if (route.body) [413, 415].forEach((s) => statuses.add(s));
+  route.errorStatuses?.forEach((s) => statuses.add(s));
+  return [...statuses].sort((a, b) => a - b);
+}
+
+function operation(route: RouteDefinition): ZodOpenApiOperationObject {
+  const scope = scopeOf(route.method, route.path);
+  const successHeaders = z.object({ ...idHeaders, ...(route.auth === 'apiKey' ? rateLimitHeaders : {}) });
+  const responses: Record<string, unknown> = {};
+  for (const [status, doc] of Object.entries(route.responses)) {
+    responses[status] = {
+      description: doc.description,
+      headers: successHeaders,
+      ...(doc.schema ? { content: content(doc.schema, route.responseMediaTypes ?? jsonMediaTypes) } : {}),
+    };
+  }
+  for (const status of errorStatusesOf(route)) {
+    const connect = route.connectErrorStatuses?.includes(status);
+    responses[String(status)] = {
+      description: errorDescriptions[status] ?? 'Error',
+      headers: z.object({ ...idHeaders, ...(status === 429 || status === 503 ? retryAfterHeader : {}) }),
+      content: content(connect ? connectErrorSchema : standardErrorSchema, jsonMediaTypes),
+    };
+  }
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    tags: [route.tag],
+    security: route.auth === 'apiKey' ? [{ apiKey: [scope!] }] : [],
+    ...(route.params || route.query
+      ? { requestParams: { ...(route.params ? { path: route.params } : {}), ...(route.query ? { query: route.query } : {}) } }
+      : {}),
+    ...(route.body ? { requestBody: { required: true, content: content(route.body, acceptedRequestMediaTypes) } } : {}),
+    responses,
+  } as ZodOpenApiOperationObject;
+}
+
+function describeService(limits: DocumentLimits): string {
+  const codes = Object.entries(errorCatalogue)
+    .map(([code, e]) => `| \`${code}\` | ${e.description} |`)
+    .join('\n');
+  return [
+    'HTTP/JSON interface through which external systems push work into a field-service organisation and read back what happened.',
+    '',
+    '## Authentication',
+    'Every `/api/...` operation needs `Authorization: Bearer <API key>` (keys look like `cis_<8 hex>_<43 chars>`). ' +
+      'The operation\'s scope is listed in its security requirement. 401: no, malformed, unknown, revoked or expired ' +
+      'key; 403: a valid key without the scope. A revoked key stops working within the auth cache TTL (default 5 s).',
+    '',
+    '## Limits',
+    `- Rate limit per Integration Client: ${limits.rateLimitPerMinute} requests per ${windowSeconds} s window by default ` +
+      '(configurable per client), shared by all gateway replicas; 429 with Retry-After, RateLimit and RateLimit-Policy.',
+    `- Request body: at most ${limits.bodyLimitBytes} bytes (413 beyond).`,
+    '',
+    '## Media types',
+    'Requests: application/json, text/json or application/*+json (else 415). Responses: application/json by default; ' +
+      '`Accept: text/json` or `text/plain` returns the same JSON text under that media type.',
+    '',
+    '## Errors',
+    'Two shapes (ApiErrorResponse, ConnectApiErrorResponse) as each operation lists. `error.code` values:',
+    '',
+    '| code | meaning |',
+    '|---|---|',
+    codes,
+  ].join('\n');
+}
+
+export function buildOpenApiDocument(routes: readonly RouteDefinition[], limits: DocumentLimits) {
+  const paths: ZodOpenApiPathsObject = {};
+  for (const route of routes) {
+    paths[route.path] = { ...paths[route.path], [route.method]: operation(route) };
+  }
+  return createDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Connect Integration Service',
+      version: serviceVersion,
+      description: describeService(limits),
+    },
+    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'API key', description: 'Integration API key.' },
+      },
+      schemas: {
+        ErrorCode: z.enum(Object.keys(errorCatalogue) as [string, ...string[]]).meta({
+          description: 'The catalogue of error.code values (see the description of the API).',
+        }),
+      },
+    },
+  });
+}

@@ -1,0 +1,43 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type GatewayMetrics = {
+  registry: Registry;
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+  kafkaProduceError(topic: string): void;
+};
+
+/** A registry per process (not prom-client's global one), so tests can build several. */
+export function createGatewayMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const produceErrors = new Counter({
+    name: 'kafka_produce_errors_total',
+    help: 'Kafka produce calls that failed, by topic',
+    labelNames: ['topic'] as const,
+    registers: [registry],
+  });
+  return {
+    registry,
+    observeRequest(method, route, status, seconds) {
+      const labels = { method, route, status: String(status) };
+      requests.inc(labels);
+      duration.observe(labels, seconds);
+    },
+    kafkaProduceError(topic) {
+      produceErrors.inc({ topic });
+    },
+  };
+}

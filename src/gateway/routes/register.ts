@@ -1,0 +1,65 @@
+import Router from '@koa/router';
+import { AppError } from '../../shared/errors.js';
+import type { Authenticator } from '../auth/authenticate.js';
+import { scopeOf } from '../auth/route-scopes.js';
+import { readJsonBody } from '../http/body.js';
+import { sendJson } from '../http/negotiate.js';
+import type { GatewayContext, GatewayState } from '../http/state.js';
+import { parseOrThrow } from '../http/validate.js';
+import { rateLimitedError, type RateLimiter } from '../rate-limit/rate-limiter.js';
+import type { RouteDefinition } from './route-definition.js';
+
+export type PipelineDeps = {
+  authenticate: Authenticator;
+  rateLimit: RateLimiter;
+  defaultRateLimitPerMinute: number;
+  bodyLimitBytes: number;
+};
+
+const koaPath = (template: string) => template.replace(/\{(\w+)\}/g, ':$1');
+
+/**
+ * Mounts every route behind the same pipeline: authenticate → scope → rate limit →
+ * body (media type, size, JSON) → validate path, query and body → handler.
+ */
+export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDeps): Router<GatewayState> {
+  const router = new Router<GatewayState>();
+  for (const route of routes) {
+    const scope = scopeOf(route.method, route.path);
+    if (route.auth === 'apiKey' && !scope) throw new Error(`no scope in route-scopes.ts for ${route.method} ${route.path}`);
+    router[route.method](koaPath(route.path), async (ctx: GatewayContext) => {
+      ctx.state.routeTemplate = route.path;
+      ctx.state.connectErrorStatuses = route.connectErrorStatuses;
+      if (route.auth === 'apiKey') {
+        const client = await deps.authenticate(ctx.get('authorization'));
+        ctx.state.client = client;
+        if (!client.scopes.has(scope!)) {
+          throw new AppError('insufficient_scope', `This operation needs the scope ${scope}.`, null, { requiredScope: scope });
+        }
+        const decision = await deps.rateLimit(client.clientId, client.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute);
+        ctx.set(decision.headers);
+        if (!decision.allowed) throw rateLimitedError(decision);
+      }
+      const params = route.params ? parseOrThrow(route.params, ctx.params, 'path') : undefined;
+      const query = route.query ? parseOrThrow(route.query, ctx.query, 'query') : undefined;
+      const body = route.body ? parseOrThrow(route.body, await readJsonBody(ctx, deps.bodyLimitBytes), 'body') : undefined;
+      const result = await route.handler({
+        params,
+        query,
+        body,
+        client: ctx.state.client!,
+        requestId: ctx.state.requestId,
+        correlationId: ctx.state.correlationId,
+        header: (name) => ctx.get(name),
+      });
+      if (result.headers) ctx.set(result.headers);
+      if (typeof result.body === 'string') {
+        ctx.status = result.status;
+        ctx.body = result.body;
+      } else {
+        sendJson(ctx, result.status, result.body);
+      }
+    });
+  }
+  return router;
+}

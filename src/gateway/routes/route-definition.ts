@@ -1,0 +1,58 @@
+import type { z } from 'zod';
+import type { AuthenticatedClient } from '../auth/authenticate.js';
+
+export type HttpMethod = 'get' | 'post';
+
+/** How a route is authenticated: an API key (spec part 5.1) or none (ops endpoints). */
+export type RouteAuth = 'apiKey' | 'none';
+
+export type HandlerInput<P, Q, B> = {
+  params: P;
+  query: Q;
+  body: B;
+  /** Present on authenticated routes. */
+  client: AuthenticatedClient;
+  requestId: string;
+  correlationId: string;
+  header(name: string): string;
+};
+
+export type HandlerResult = { status: number; body: unknown; headers?: Record<string, string> };
+
+type ResponseDoc = { description: string; schema?: z.ZodType };
+
+/**
+ * One operation: its HTTP address, its schemas (used both to validate and to generate the
+ * OpenAPI document) and its handler. Scope comes from auth/route-scopes.ts.
+ */
+export type RouteDefinition<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> = {
+  method: HttpMethod;
+  /** OpenAPI path template, e.g. /api/v1/import-jobs/{id}. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  auth: RouteAuth;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Success responses by status. */
+  responses: Record<number, ResponseDoc>;
+  /** Error statuses this operation documents beyond those every authenticated route has. */
+  errorStatuses?: readonly number[];
+  /** Statuses answered in the Connect error shape instead of the standard one. */
+  connectErrorStatuses?: readonly number[];
+  /** Documented response media types; default the JSON trio. */
+  responseMediaTypes?: readonly string[];
+  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<HandlerResult>;
+};
+
+/** Keeps the schema types of one definition tied to its handler's input types. */
+export const defineRoute = <P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
+  def: RouteDefinition<P, Q, B>,
+): RouteDefinition => def as unknown as RouteDefinition;

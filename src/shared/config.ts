@@ -1,0 +1,100 @@
+import { z } from 'zod';
+
+// Every environment variable the processes read, with its default. The README's
+// "Configuration" table lists the same names; keep them in step.
+const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce.number().int().min(min).max(max).default(def);
+
+const configSchema = z.object({
+  HOST: z.string().min(1).default('0.0.0.0'),
+  PORT: int(8080, 0, 65535),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection URL')
+    .default('postgres://postgres@127.0.0.1:5432/connect'),
+  DATABASE_POOL_MAX: int(10, 1, 1000),
+  KAFKA_BROKERS: z
+    .string()
+    .regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'must be host:port[,host:port…]')
+    .default('127.0.0.1:9092'),
+  KAFKA_CLIENT_ID: z.string().min(1).default('connect-integration'),
+  KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'letters, digits, . _ - only').default('connect.'),
+  KAFKA_TOPIC_PARTITIONS: int(6, 1, 1000),
+  KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
+  RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
+  BODY_LIMIT_BYTES: int(5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+  HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
+  SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
+  WORKERS: z.string().regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names').default(''),
+  WORKER_HEARTBEAT_FILE: z.string().default(''),
+});
+
+export type Config = {
+  host: string;
+  port: number;
+  databaseUrl: string;
+  databasePoolMax: number;
+  kafkaBrokers: string[];
+  kafkaClientId: string;
+  kafkaTopicPrefix: string;
+  kafkaTopicPartitions: number;
+  kafkaProduceTimeoutMs: number;
+  logLevel: z.infer<typeof configSchema>['LOG_LEVEL'];
+  authCacheTtlMs: number;
+  rateLimitPerMinute: number;
+  bodyLimitBytes: number;
+  healthCheckTimeoutMs: number;
+  shutdownTimeoutMs: number;
+  workers: string[];
+  /** Touched every 10 s by the worker runner when set (container liveness). */
+  workerHeartbeatFile: string;
+};
+
+export class ConfigError extends Error {}
+
+/** Parses the environment; throws ConfigError with one line naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // An empty variable counts as unset, as shells and compose files often export "".
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = configSchema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = String(issue.path[0] ?? 'environment');
+    throw new ConfigError(`invalid configuration: ${name}=${JSON.stringify(env[name] ?? '')}: ${issue.message}`);
+  }
+  const c = parsed.data;
+  return {
+    host: c.HOST,
+    port: c.PORT,
+    databaseUrl: c.DATABASE_URL,
+    databasePoolMax: c.DATABASE_POOL_MAX,
+    kafkaBrokers: c.KAFKA_BROKERS.split(','),
+    kafkaClientId: c.KAFKA_CLIENT_ID,
+    kafkaTopicPrefix: c.KAFKA_TOPIC_PREFIX,
+    kafkaTopicPartitions: c.KAFKA_TOPIC_PARTITIONS,
+    kafkaProduceTimeoutMs: c.KAFKA_PRODUCE_TIMEOUT_MS,
+    logLevel: c.LOG_LEVEL,
+    authCacheTtlMs: c.AUTH_CACHE_TTL_MS,
+    rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
+    bodyLimitBytes: c.BODY_LIMIT_BYTES,
+    healthCheckTimeoutMs: c.HEALTH_CHECK_TIMEOUT_MS,
+    shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
+    workers: c.WORKERS.split(',').map((s) => s.trim()).filter(Boolean),
+    workerHeartbeatFile: c.WORKER_HEARTBEAT_FILE,
+  };
+}
+
+/** For entry points: load or print the one-line reason and exit 78 (EX_CONFIG). */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(78);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,89 @@
+// Domain errors carry a stable machine `code` from one catalogue and no HTTP status:
+// the gateway maps each kind to a status in exactly one place (gateway/http/error-mapping.ts).
+
+export type ErrorKind =
+  | 'invalid'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'too_large'
+  | 'unsupported_media_type'
+  | 'unprocessable'
+  | 'rate_limited'
+  | 'unavailable'
+  | 'internal';
+
+/** The documented catalogue of `error.code` values (also published in the OpenAPI document). */
+export const errorCatalogue = {
+  invalid_json: { kind: 'invalid', description: 'The body is not well-formed JSON.' },
+  validation_failed: {
+    kind: 'invalid',
+    description: 'The request (body, path or query) does not match the schema; see fieldErrors/details.',
+  },
+  missing_credential: { kind: 'unauthenticated', description: 'No Authorization header was sent.' },
+  malformed_credential: {
+    kind: 'unauthenticated',
+    description: 'The Authorization header is not "Bearer <credential>" or the credential has the wrong format.',
+  },
+  invalid_credential: { kind: 'unauthenticated', description: 'The credential is unknown.' },
+  revoked_credential: { kind: 'unauthenticated', description: 'The API key has been revoked.' },
+  expired_credential: { kind: 'unauthenticated', description: 'The credential has expired.' },
+  insufficient_scope: {
+    kind: 'forbidden',
+    description: "The credential is valid but lacks the operation's scope.",
+  },
+  route_not_found: { kind: 'not_found', description: 'No operation exists at this path.' },
+  resource_not_found: {
+    kind: 'not_found',
+    description: "The addressed resource does not exist or belongs to another tenant or client.",
+  },
+  method_not_allowed: {
+    kind: 'method_not_allowed',
+    description: 'The path exists but not with this HTTP method (see the Allow header).',
+  },
+  idempotency_conflict: {
+    kind: 'conflict',
+    description: 'The idempotency key was already used with a different request body.',
+  },
+  payload_too_large: { kind: 'too_large', description: 'The body exceeds the documented size limit.' },
+  unsupported_media_type: {
+    kind: 'unsupported_media_type',
+    description: 'The request body media type is not application/json, text/json or application/*+json.',
+  },
+  unprocessable: { kind: 'unprocessable', description: 'The request is well-formed but cannot be carried out.' },
+  rate_limited: {
+    kind: 'rate_limited',
+    description: 'The Integration Client exceeded its rate limit; retry after Retry-After seconds.',
+  },
+  service_unavailable: {
+    kind: 'unavailable',
+    description: 'A dependency (PostgreSQL or Kafka) cannot take the work now; nothing was accepted. Retry later.',
+  },
+  internal_error: { kind: 'internal', description: 'An unexpected error; it is logged with the request id.' },
+} as const satisfies Record<string, { kind: ErrorKind; description: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export type FieldErrors = Record<string, string[]>;
+
+export class AppError extends Error {
+  readonly kind: ErrorKind;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly fieldErrors: FieldErrors | null = null,
+    readonly details: unknown = null,
+    /** Seconds after which a retry may succeed (rate limit, unavailable). */
+    readonly retryAfterSeconds: number | null = null,
+  ) {
+    super(message);
+    this.kind = errorCatalogue[code].kind;
+  }
+}
+
+export const notFound = (what: string) => new AppError('resource_not_found', `${what} was not found.`);
+
+export const unavailable = (what: string, retryAfterSeconds = 5) =>
+  new AppError('service_unavailable', `${what} is unavailable; nothing was accepted. Retry later.`, null, null, retryAfterSeconds);

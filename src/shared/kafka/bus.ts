@@ -1,0 +1,184 @@
+// The one place that knows kafkajs. Everything else talks to MessageBus / ConsumerGroup,
+// so the client library (unmaintained since 2023) can be swapped without touching callers.
+import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type Producer } from 'kafkajs';
+import type { Logger } from '../logger.js';
+import { withTimeout } from '../timeout.js';
+import { kafkajsLogCreator } from './kafkajs-logging.js';
+
+export type OutboundMessage = { key: string; value: string | Buffer; headers?: Record<string, string> };
+export type InboundMessage = {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  value: Buffer | null;
+  headers: Record<string, string>;
+};
+export type TopicSpec = { topic: string; partitions: number; configs?: Record<string, string> };
+
+export type BatchContext = { heartbeat(): Promise<void>; isStopping(): boolean };
+/** Handles one fetched batch of one partition; throwing means "not processed, fetch again". */
+export type BatchHandler = (messages: InboundMessage[], ctx: BatchContext) => Promise<void>;
+
+export interface ConsumerGroup {
+  run(topics: string[], handler: BatchHandler): Promise<void>;
+  /** Waits for the batch in hand, commits its offsets and leaves the group. */
+  stop(): Promise<void>;
+  onCrash(listener: (error: Error) => void): void;
+}
+
+export interface MessageBus {
+  ensureTopics(topics: TopicSpec[]): Promise<void>;
+  /** Resolves only when every message is acknowledged by all in-sync replicas (acks=all). */
+  produce(topic: string, messages: OutboundMessage[]): Promise<void>;
+  /** Throws when no broker answers within timeoutMs. */
+  ping(timeoutMs: number): Promise<void>;
+  consumerGroup(groupId: string, options?: { maxBytesPerPartition?: number }): ConsumerGroup;
+  close(): Promise<void>;
+}
+
+export type KafkaOptions = {
+  brokers: string[];
+  clientId: string;
+  logger: Logger;
+  /** How long produce() waits for acknowledgement before it fails. */
+  produceTimeoutMs?: number;
+  /** Called once per failed produce call (metrics). */
+  onProduceError?: (topic: string) => void;
+};
+
+function memoConnect(connect: () => Promise<void>): () => Promise<void> {
+  let pending: Promise<void> | null = null;
+  return () => {
+    pending ??= connect().catch((err: unknown) => {
+      pending = null; // let the next call try again
+      throw err;
+    });
+    return pending;
+  };
+}
+
+export function createKafkaBus({ brokers, clientId, logger, onProduceError, produceTimeoutMs = 10_000 }: KafkaOptions): MessageBus {
+  const log = logger.child({ component: 'kafka' });
+  const kafka = new Kafka({ clientId, brokers, logLevel: logLevel.INFO, logCreator: kafkajsLogCreator(log) });
+  // The health probe must fail fast, so it gets its own client without retries.
+  const probeKafka = new Kafka({
+    clientId: `${clientId}-probe`,
+    brokers,
+    connectionTimeout: 1000,
+    retry: { retries: 0 },
+    logLevel: logLevel.NOTHING,
+  });
+
+  // Durable producer: idempotent (needs acks=-1) with one request in flight, which kafkajs
+  // needs to keep ordering and avoid the lost/reordered sends reported with more.
+  const producer: Producer = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    // No retry option: kafkajs then retries an idempotent producer without limit, as EoS needs;
+    // produce() bounds the wait instead (produceTimeoutMs), and the caller answers 503.
+  });
+  const admin: Admin = kafka.admin();
+  const probe: Admin = probeKafka.admin();
+  const connectProducer = memoConnect(() => producer.connect());
+  const connectAdmin = memoConnect(() => admin.connect());
+  const connectProbe = memoConnect(() => probe.connect());
+  const consumers = new Set<Consumer>();
+
+  return {
+    async ensureTopics(topics) {
+      await connectAdmin();
+      const existing = new Set(await admin.listTopics());
+      const missing = topics.filter((t) => !existing.has(t.topic));
+      if (missing.length === 0) return;
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((t) => ({
+          topic: t.topic,
+          numPartitions: t.partitions,
+          replicationFactor: -1, // the broker's default.replication.factor
+          configEntries: Object.entries(t.configs ?? {}).map(([name, value]) => ({ name, value })),
+        })),
+      });
+    },
+
+    async produce(topic, messages) {
+      try {
+        const send = connectProducer().then(() =>
+          producer.send({
+            topic,
+            acks: -1,
+            messages: messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+          }),
+        );
+        await withTimeout(send, produceTimeoutMs, `produce to ${topic}`);
+      } catch (err) {
+        onProduceError?.(topic);
+        throw err;
+      }
+    },
+
+    async ping(timeoutMs) {
+      await withTimeout(
+        connectProbe().then(() => probe.describeCluster()),
+        timeoutMs,
+        'kafka ping',
+      );
+    },
+
+    consumerGroup(groupId, options = {}) {
+      const consumer = kafka.consumer({
+        groupId,
+        maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
+        maxBytes: 32 * 1024 * 1024,
+        sessionTimeout: 30_000,
+        heartbeatInterval: 3000,
+        allowAutoTopicCreation: false,
+      });
+      consumers.add(consumer);
+      let stopping = false;
+      return {
+        async run(topics, handler) {
+          await consumer.connect();
+          await consumer.subscribe({ topics, fromBeginning: true });
+          await consumer.run({
+            autoCommit: true,
+            eachBatchAutoResolve: false,
+            eachBatch: async ({ batch, heartbeat, resolveOffset, commitOffsetsIfNecessary, isRunning, isStale }) => {
+              if (!isRunning() || isStale() || batch.messages.length === 0) return;
+              const messages: InboundMessage[] = batch.messages.map((m) => ({
+                topic: batch.topic,
+                partition: batch.partition,
+                offset: m.offset,
+                key: m.key ? m.key.toString() : null,
+                value: m.value,
+                headers: Object.fromEntries(
+                  Object.entries(m.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? String(v[0]) : String(v)]),
+                ),
+              }));
+              await handler(messages, { heartbeat, isStopping: () => stopping || !isRunning() });
+              resolveOffset(batch.lastOffset());
+              await commitOffsetsIfNecessary();
+            },
+          });
+        },
+        async stop() {
+          stopping = true;
+          await consumer.disconnect(); // waits for the running batch, then commits
+          consumers.delete(consumer);
+        },
+        onCrash(listener) {
+          consumer.on(consumer.events.CRASH, (event) => {
+            if (!event.payload.restart) listener(event.payload.error);
+          });
+        },
+      };
+    },
+
+    async close() {
+      await Promise.allSettled([...consumers].map((c) => c.disconnect()));
+      await Promise.allSettled([producer.disconnect(), admin.disconnect(), probe.disconnect()]);
+    },
+  };
+}

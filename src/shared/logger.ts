@@ -1,0 +1,31 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+// Credentials must never reach a log line, whatever object a caller passes.
+const redactPaths = [
+  'authorization',
+  'apiKey',
+  'token',
+  'secret',
+  '*.authorization',
+  '*.apiKey',
+  '*.token',
+  '*.secret',
+  'headers.authorization',
+  'req.headers.authorization',
+  'request.headers.authorization',
+];
+
+export function createLogger(level: string, name: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      name,
+      level,
+      base: { pid: process.pid, service: name },
+      redact: { paths: redactPaths, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination,
+  );
+}

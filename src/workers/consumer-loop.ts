@@ -1,0 +1,78 @@
+import type { BatchContext, ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
+import { deadLetterTopic, type WorkerDeps, type WorkerKind } from './worker-kind.js';
+
+export type RetryPolicy = { attempts: number; baseDelayMs: number; maxDelayMs: number };
+export const defaultRetryPolicy: RetryPolicy = { attempts: 5, baseDelayMs: 200, maxDelayMs: 10_000 };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The one failure policy for consumers: a batch that throws is retried with exponential
+ * backoff; if it still fails, its messages are retried one by one, and a message that keeps
+ * failing goes to `<topic>.dlq` (with the error and its origin in headers) before the
+ * partition moves on. Nothing is dropped silently.
+ */
+export async function runWorkerKind(
+  kind: WorkerKind,
+  group: ConsumerGroup,
+  deps: WorkerDeps,
+  policy: RetryPolicy = defaultRetryPolicy,
+): Promise<void> {
+  const log = deps.logger.child({ worker: kind.name });
+
+  async function withRetries(what: string, fn: () => Promise<void>, ctx: BatchContext): Promise<Error | null> {
+    let lastError: Error | null = null;
+    for (let attempt = 1; attempt <= policy.attempts; attempt++) {
+      const started = performance.now();
+      try {
+        await fn();
+        return null;
+      } catch (err) {
+        lastError = err instanceof Error ? err : new Error(String(err));
+        const durationMs = Math.round(performance.now() - started);
+        log.warn({ err: lastError, what, attempt, durationMs }, 'worker attempt failed');
+        if (ctx.isStopping()) throw lastError; // leave it uncommitted for the next owner
+        if (attempt < policy.attempts) {
+          await sleep(Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1)));
+          await ctx.heartbeat();
+        }
+      }
+    }
+    return lastError;
+  }
+
+  async function deadLetter(message: InboundMessage, error: Error): Promise<void> {
+    await deps.bus.produce(deadLetterTopic(message.topic), [
+      {
+        key: message.key ?? '',
+        value: message.value ?? '',
+        headers: {
+          ...message.headers,
+          'x-dlq-error': error.message.slice(0, 1000),
+          'x-dlq-origin': `${message.topic}/${message.partition}/${message.offset}`,
+          'x-dlq-worker': kind.name,
+        },
+      },
+    ]);
+    log.error({ err: error, origin: `${message.topic}/${message.partition}/${message.offset}` }, 'message dead-lettered');
+    await kind.onDeadLetter?.(message, error, deps);
+  }
+
+  const topics = kind.topics(deps.config);
+  await deps.bus.ensureTopics([
+    ...topics,
+    ...topics.map((t) => ({ topic: deadLetterTopic(t.topic), partitions: 1 })),
+  ]);
+  await group.run(
+    topics.map((t) => t.topic),
+    async (messages, ctx) => {
+      const batchError = await withRetries(`batch of ${messages.length}`, () => kind.handleBatch(messages, deps), ctx);
+      if (!batchError) return;
+      for (const message of messages) {
+        const error = await withRetries(`message ${message.offset}`, () => kind.handleBatch([message], deps), ctx);
+        if (error) await deadLetter(message, error);
+        await ctx.heartbeat();
+      }
+    },
+  );
+}

@@ -1,0 +1,28 @@
+// Worker process entry point: `WORKERS=inbound,materials node dist/workers/runner.js`
+// hosts one consumer group per named kind (all kinds when WORKERS is empty).
+import { loadConfigOrExit } from '../shared/config.js';
+import { createLogger } from '../shared/logger.js';
+import { onShutdownSignal } from '../shared/shutdown.js';
+import { workerKinds } from './registry.js';
+import { startWorkers } from './start-workers.js';
+
+const config = loadConfigOrExit();
+const logger = createLogger(config.logLevel, 'connect-workers');
+const names = config.workers.length > 0 ? config.workers : Object.keys(workerKinds);
+const unknown = names.filter((n) => !(n in workerKinds));
+if (unknown.length > 0) {
+  process.stderr.write(
+    `invalid configuration: WORKERS=${JSON.stringify(config.workers.join(','))}: unknown kind(s) ${unknown.join(', ')}; ` +
+      `known: ${Object.keys(workerKinds).join(', ') || '(none)'}\n`,
+  );
+  process.exit(78);
+}
+try {
+  const workers = await startWorkers(config, logger, names.map((n) => workerKinds[n]!));
+  process.stdout.write(`workers: running ${names.join(', ') || '(no kinds registered)'}\n`);
+  onShutdownSignal(logger, config.shutdownTimeoutMs, workers.stop);
+} catch (err) {
+  logger.fatal({ err }, 'workers failed to start');
+  process.stderr.write(`workers: failed to start: ${(err as Error).message}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,55 @@
+import { utimes, writeFile } from 'node:fs/promises';
+import type { Config } from '../shared/config.js';
+import { createPool } from '../shared/db/pool.js';
+import { createKafkaBus } from '../shared/kafka/bus.js';
+import type { Logger } from '../shared/logger.js';
+import { runWorkerKind, type RetryPolicy } from './consumer-loop.js';
+import type { WorkerDeps, WorkerKind } from './worker-kind.js';
+
+export type RunningWorkers = { stop(): Promise<void> };
+
+/** The workers' composition root: one pool and bus per process, one consumer group per kind. */
+export async function startWorkers(
+  config: Config,
+  logger: Logger,
+  kinds: WorkerKind[],
+  retryPolicy?: RetryPolicy,
+): Promise<RunningWorkers> {
+  const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-workers');
+  pool.on('error', (err) => logger.warn({ err }, 'idle postgres connection failed'));
+  const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-workers`,
+    produceTimeoutMs: config.kafkaProduceTimeoutMs,
+    logger,
+  });
+  const deps: WorkerDeps = { config, logger, pool, bus };
+  const groups = kinds.map((kind) => {
+    const group = bus.consumerGroup(`${config.kafkaTopicPrefix}${kind.groupId}`);
+    group.onCrash((error) => {
+      // A non-retriable crash stops kafkajs's consumer for good: exit so a supervisor restarts us.
+      logger.fatal({ err: error, worker: kind.name }, 'consumer crashed');
+      process.exit(1);
+    });
+    return { kind, group };
+  });
+  await Promise.all(groups.map(({ kind, group }) => runWorkerKind(kind, group, deps, retryPolicy)));
+
+  // Liveness for container health checks: touched while the process runs.
+  const heartbeat = config.workerHeartbeatFile
+    ? setInterval(() => {
+        const now = new Date();
+        utimes(config.workerHeartbeatFile, now, now).catch(() => writeFile(config.workerHeartbeatFile, ''));
+      }, 10_000)
+    : null;
+  heartbeat?.unref();
+  if (config.workerHeartbeatFile) await writeFile(config.workerHeartbeatFile, '');
+
+  return {
+    async stop() {
+      if (heartbeat) clearInterval(heartbeat);
+      // Each group finishes its batch in hand and commits before leaving.
+      await Promise.all(groups.map(({ group }) => group.stop()));
+      await bus.close();
+      await pool.end();
+    },
+  };
+}

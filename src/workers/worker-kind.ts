@@ -1,0 +1,25 @@
+import type { Config } from '../shared/config.js';
+import type { Pool } from '../shared/db/pool.js';
+import type { InboundMessage, MessageBus, TopicSpec } from '../shared/kafka/bus.js';
+import type { Logger } from '../shared/logger.js';
+
+export type WorkerDeps = { config: Config; logger: Logger; pool: Pool; bus: MessageBus };
+
+/**
+ * One kind of worker: a consumer group over its topics and a typed handler. The runner
+ * (consumer-loop.ts) owns retries, dead-lettering, offsets and shutdown; a kind only
+ * applies messages, idempotently, since any batch may be delivered again after a crash.
+ */
+export type WorkerKind = {
+  name: string;
+  /** Consumer group id (without the topic prefix). */
+  groupId: string;
+  /** Topics this kind consumes; created at start if missing. */
+  topics(config: Config): TopicSpec[];
+  /** Applies a batch from one partition, in offset order. Throwing retries it. */
+  handleBatch(messages: InboundMessage[], deps: WorkerDeps): Promise<void>;
+  /** Called after a message was dead-lettered (e.g. to mark its import job failed). */
+  onDeadLetter?(message: InboundMessage, error: Error, deps: WorkerDeps): Promise<void>;
+};
+
+export const deadLetterTopic = (topic: string) => `${topic}.dlq`;
