@@ -25,6 +25,8 @@ export type AppDeps = {
   bus: MessageBus;
   metrics: GatewayMetrics;
   accepting: () => boolean;
+  /** Operations added by the embedder (tests add probe routes); documented like the rest. */
+  extraRoutes?: RouteDefinition[];
 };
 
 /** Every operation the gateway serves; the OpenAPI document is generated from this list. */
@@ -34,6 +36,7 @@ export function allRoutes(deps: AppDeps): RouteDefinition[] {
   const routes: RouteDefinition[] = [
     ...healthRoutes(check),
     ...inventoryRoutes(deps.pool),
+    ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,
       metrics: deps.metrics,

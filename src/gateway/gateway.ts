@@ -5,11 +5,16 @@ import { createKafkaBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
 import { createApp } from './app.js';
 import { createGatewayMetrics } from './ops/metrics.js';
+import type { RouteDefinition } from './routes/route-definition.js';
 
 export type RunningGateway = { server: Server; url: string; stop(): Promise<void> };
 
 /** The gateway's composition root: builds pool, Kafka bus, metrics and app, and listens. */
-export async function startGateway(config: Config, logger: Logger): Promise<RunningGateway> {
+export async function startGateway(
+  config: Config,
+  logger: Logger,
+  extraRoutes: RouteDefinition[] = [],
+): Promise<RunningGateway> {
   const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-gateway');
   pool.on('error', (err) => logger.warn({ err }, 'idle postgres connection failed'));
   const metrics = createGatewayMetrics();
@@ -21,7 +26,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     onProduceError: (topic) => metrics.kafkaProduceError(topic),
   });
   let accepting = true;
-  const app = createApp({ config, logger, pool, bus, metrics, accepting: () => accepting });
+  const app = createApp({ config, logger, pool, bus, metrics, accepting: () => accepting, extraRoutes });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

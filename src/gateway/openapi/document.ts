@@ -131,6 +131,8 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], limits:
         apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'API key', description: 'Integration API key.' },
       },
       schemas: {
+        ApiErrorResponse: standardErrorSchema,
+        ConnectApiErrorResponse: connectErrorSchema,
         ErrorCode: z.enum(Object.keys(errorCatalogue) as [string, ...string[]]).meta({
           description: 'The catalogue of error.code values (see the description of the API).',
         }),

@@ -24,16 +24,28 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-/** Applies pending migrations; node-pg-migrate holds an advisory lock, so concurrent runs are safe. */
+// node-pg-migrate's own lock fails a second concurrent run ("Another migration is already
+// running"); a blocking advisory lock of ours makes concurrent starters wait their turn instead.
+const migrationLockId = 4_207_117_301;
+
+/** Applies pending migrations, each run in one transaction; concurrent callers queue up. */
 export async function migrateUp(databaseUrl: string, log: (msg: string) => void = () => undefined): Promise<string[]> {
-  const applied = await runner({
-    databaseUrl,
-    dir: migrationsDir,
-    direction: 'up',
-    migrationsTable: 'pgmigrations',
-    checkOrder: true,
-    singleTransaction: true,
-    log,
-  });
-  return applied.map((m) => m.name);
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [migrationLockId]);
+    const applied = await runner({
+      dbClient: client,
+      dir: migrationsDir,
+      direction: 'up',
+      migrationsTable: 'pgmigrations',
+      checkOrder: true,
+      singleTransaction: true,
+      noLock: true,
+      log,
+    });
+    return applied.map((m) => m.name);
+  } finally {
+    await client.end(); // ends the session, which releases the advisory lock
+  }
 }

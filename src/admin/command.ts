@@ -1,0 +1,18 @@
+import type { Pool } from '../shared/db/pool.js';
+
+export type Context = {
+  pool: Pool;
+  /** One line on stderr; stdout carries only the command's JSON result. */
+  warn(message: string): void;
+};
+
+/** One CLI command: parse runs before any database work, so usage errors never connect. */
+export type Command<I = unknown> = {
+  /** The words that select it, e.g. "key create". */
+  name: string;
+  /** Its options as shown in the usage text. */
+  synopsis: string;
+  summary: string;
+  parse(args: string[]): I;
+  run(ctx: Context, input: I): Promise<object>;
+};

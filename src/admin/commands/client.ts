@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import { AdminError, UsageError, nameArg, parseOptions, rateLimitArg, required, uuidArg } from '../args.js';
+import type { Command } from '../command.js';
+import { insertClients, setClientRateLimit } from '../store.js';
+
+export const clientCreate: Command<{ tenantId: string; name: string; rateLimitPerMinute: number | null }> = {
+  name: 'client create',
+  synopsis: '--tenant <tenantId> --name <name> [--rate-limit <requests per minute>]',
+  summary: 'Create an Integration Client of a tenant (no --rate-limit: the gateway default applies).',
+  parse(args) {
+    const v = parseOptions(args, { tenant: { type: 'string' }, name: { type: 'string' }, 'rate-limit': { type: 'string' } });
+    return {
+      tenantId: uuidArg(required(v.tenant, 'tenant'), 'tenant'),
+      name: nameArg(required(v.name, 'name')),
+      rateLimitPerMinute: v['rate-limit'] === undefined ? null : rateLimitArg(v['rate-limit'], 'rate-limit'),
+    };
+  },
+  async run({ pool }, input) {
+    const [client] = await insertClients(pool, [{ id: randomUUID(), ...input }]);
+    if (!client) throw new AdminError(`tenant ${input.tenantId} not found`);
+    return client;
+  },
+};
+
+export const clientRateLimit: Command<{ clientId: string; perMinute: number | null }> = {
+  name: 'client rate-limit',
+  synopsis: '--client <clientId> (--per-minute <n> | --default)',
+  summary: "Set a client's rate limit, or --default to fall back to the gateway's RATE_LIMIT_PER_MINUTE.",
+  parse(args) {
+    const v = parseOptions(args, {
+      client: { type: 'string' },
+      'per-minute': { type: 'string' },
+      default: { type: 'boolean' },
+    });
+    const clientId = uuidArg(required(v.client, 'client'), 'client');
+    if ((v['per-minute'] === undefined) === (v.default !== true)) {
+      throw new UsageError('give exactly one of --per-minute <n> and --default');
+    }
+    return { clientId, perMinute: v['per-minute'] === undefined ? null : rateLimitArg(v['per-minute'], 'per-minute') };
+  },
+  async run({ pool }, { clientId, perMinute }) {
+    const updated = await setClientRateLimit(pool, clientId, perMinute);
+    if (!updated) throw new AdminError(`client ${clientId} not found`);
+    return updated;
+  },
+};

@@ -1,0 +1,137 @@
+import { ConfigError, loadConfig } from '../shared/config.js';
+import { ensureDatabase, migrateUp } from '../shared/db/migrate.js';
+import { createPool } from '../shared/db/pool.js';
+import { AdminError, UsageError } from './args.js';
+import type { Command } from './command.js';
+import { clientCreate, clientRateLimit } from './commands/client.js';
+import { demo } from './commands/demo.js';
+import { keyCreate, keyList, keyRevoke } from './commands/key.js';
+import { tenantCreate } from './commands/tenant.js';
+
+// Each command is typed by its own input; the table only passes parse's output on to run.
+const commands: Command<unknown>[] = [tenantCreate, clientCreate, clientRateLimit, keyCreate, keyRevoke, keyList, demo];
+
+export type Io = { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; env: NodeJS.ProcessEnv };
+
+const program = 'npm run --silent admin --';
+
+export function usage(): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
+  const lines = commands.map((c) => `  ${c.name.padEnd(width)}  ${c.synopsis}\n  ${' '.repeat(width)}  ${c.summary}`);
+  return [
+    `Usage: ${program} <command> [options]`,
+    '',
+    'Commands:',
+    ...lines,
+    `  ${'help'.padEnd(width)}  This text.`,
+    '',
+    'Each command prints one JSON object on stdout and exits 0; errors go to stderr and exit 1',
+    '(2 for a malformed command line). The database is DATABASE_URL',
+    '(default postgres://postgres@127.0.0.1:5432/connect); it is created and migrated when needed.',
+    '',
+  ].join('\n');
+}
+
+const commandUsage = (c: Command<unknown>) => `Usage: ${program} ${c.name} ${c.synopsis}\n  ${c.summary}\n`;
+
+const isHelp = (arg: string | undefined) => arg === 'help' || arg === '--help' || arg === '-h';
+
+/** Picks the command named by the leading words; the rest are its options. */
+function resolve(argv: string[]): { command: Command<unknown>; args: string[] } {
+  for (const command of commands) {
+    const words = command.name.split(' ');
+    if (words.every((w, i) => argv[i] === w)) return { command, args: argv.slice(words.length) };
+  }
+  const group = commands.filter((c) => c.name.split(' ')[0] === argv[0]);
+  if (group.length > 0) {
+    const subs = group.map((c) => c.name.split(' ')[1]).join(', ');
+    throw new UsageError(
+      argv[1] === undefined ? `${argv[0]}: missing subcommand (${subs})` : `${argv[0]}: unknown subcommand ${JSON.stringify(argv[1])} (${subs})`,
+    );
+  }
+  throw new UsageError(`unknown command ${JSON.stringify(argv[0])}`);
+}
+
+/** The message of any error on one line; pg's connection errors can be AggregateErrors with no message. */
+export function describeError(err: unknown): string {
+  if (err instanceof AggregateError && err.errors.length > 0) {
+    return [...new Set(err.errors.map(describeError))].join('; ');
+  }
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    const text = err.message || (typeof code === 'string' ? code : err.name);
+    const detail = (err as { detail?: unknown }).detail;
+    return (typeof detail === 'string' && detail ? `${text} (${detail})` : text).replace(/\s*\n\s*/g, ' ');
+  }
+  return String(err).replace(/\s*\n\s*/g, ' ');
+}
+
+const withoutPassword = (databaseUrl: string): string => {
+  try {
+    const url = new URL(databaseUrl);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '<unparseable DATABASE_URL>';
+  }
+};
+
+/** Runs one admin command; resolves to the process exit code (0 ok, 1 error, 2 usage). */
+export async function runAdmin(argv: string[], io: Io): Promise<number> {
+  let command: Command<unknown> | undefined;
+  let input: unknown;
+  try {
+    if (argv.length === 0 || (isHelp(argv[0]) && argv.length === 1)) {
+      io.stdout.write(usage());
+      return 0;
+    }
+    const resolved = resolve(argv);
+    command = resolved.command;
+    if (resolved.args.some(isHelp)) {
+      io.stdout.write(commandUsage(command));
+      return 0;
+    }
+    input = command.parse(resolved.args);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      const group = commands.filter((c) => c.name.split(' ')[0] === argv[0]);
+      const help = command ? commandUsage(command) : group.length > 0 ? group.map(commandUsage).join('') : usage();
+      io.stderr.write(`admin: ${err.message}\n\n${help}`);
+      return 2;
+    }
+    if (err instanceof AdminError) {
+      io.stderr.write(`admin: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+
+  let databaseUrl: string;
+  try {
+    databaseUrl = loadConfig(io.env).databaseUrl;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.stderr.write(`admin: ${err.message}\n`);
+    return 1;
+  }
+
+  const pool = createPool(databaseUrl, 2, 'connect-admin');
+  // An idle client that loses its connection emits 'error'; the command's own query reports it.
+  pool.on('error', () => undefined);
+  try {
+    try {
+      await ensureDatabase(databaseUrl);
+      await migrateUp(databaseUrl); // waits out a concurrent migration run
+    } catch (err) {
+      throw new AdminError(`cannot prepare the database at ${withoutPassword(databaseUrl)}: ${describeError(err)}`);
+    }
+    const result = await command.run({ pool, warn: (m) => io.stderr.write(`admin: ${m}\n`) }, input);
+    io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  } catch (err) {
+    io.stderr.write(`admin: ${describeError(err)}\n`);
+    return 1;
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}

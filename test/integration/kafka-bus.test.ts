@@ -1,0 +1,101 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { InboundMessage } from '../../src/shared/kafka/bus.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { loadConfig } from '../../src/shared/config.js';
+import { runWorkerKind } from '../../src/workers/consumer-loop.js';
+import { deadLetterTopic, type WorkerKind } from '../../src/workers/worker-kind.js';
+import type { Pool } from '../../src/shared/db/pool.js';
+import { eventually, testBus, uniqueName } from '../support/kafka.js';
+
+// Against the pinned broker (scripts/kafka) or whatever KAFKA_BROKERS names.
+const bus = testBus();
+afterAll(() => bus.close());
+
+describe('Kafka adapter against the real broker', () => {
+  it('administers topics, produces durably and consumes in a group', async () => {
+    const topic = uniqueName('roundtrip');
+    await bus.ensureTopics([{ topic, partitions: 3 }]);
+    await bus.ensureTopics([{ topic, partitions: 3 }]); // idempotent
+
+    const sent = Array.from({ length: 30 }, (_, i) => ({ key: `k${i % 5}`, value: `v${i}`, headers: { n: String(i) } }));
+    await bus.produce(topic, sent);
+
+    const received: InboundMessage[] = [];
+    const group = bus.consumerGroup(uniqueName('group'));
+    await group.run([topic], async (messages) => void received.push(...messages));
+    await eventually(() => (received.length >= 30 ? true : undefined), 30_000, 'all messages');
+    await group.stop();
+
+    expect(received.map((m) => m.value!.toString()).sort()).toEqual(sent.map((m) => m.value).sort());
+    // One key always lands on one partition, in order.
+    for (let k = 0; k < 5; k++) {
+      const ofKey = received.filter((m) => m.key === `k${k}`);
+      expect(new Set(ofKey.map((m) => m.partition)).size).toBe(1);
+      const ns = ofKey.map((m) => Number(m.headers.n));
+      expect(ns).toEqual([...ns].sort((a, b) => a - b));
+    }
+  });
+
+  it('commits offsets on stop: the group does not see committed messages again', async () => {
+    const topic = uniqueName('commit');
+    const groupId = uniqueName('group');
+    await bus.ensureTopics([{ topic, partitions: 1 }]);
+    await bus.produce(topic, [{ key: 'a', value: '1' }, { key: 'a', value: '2' }]);
+    const first: string[] = [];
+    const g1 = bus.consumerGroup(groupId);
+    await g1.run([topic], async (ms) => void first.push(...ms.map((m) => m.value!.toString())));
+    await eventually(() => (first.length === 2 ? true : undefined));
+    await g1.stop();
+
+    await bus.produce(topic, [{ key: 'a', value: '3' }]);
+    const second: string[] = [];
+    const g2 = bus.consumerGroup(groupId);
+    await g2.run([topic], async (ms) => void second.push(...ms.map((m) => m.value!.toString())));
+    await eventually(() => (second.length >= 1 ? true : undefined));
+    await g2.stop();
+    expect(first).toEqual(['1', '2']);
+    expect(second).toEqual(['3']);
+  });
+
+  it('the consumer loop retries, then dead-letters only the poison message', async () => {
+    const prefix = `${uniqueName('loop')}.`;
+    const config = loadConfig({ KAFKA_TOPIC_PREFIX: prefix });
+    const topic = `${prefix}work`;
+    const applied: string[] = [];
+    const deadLettered: string[] = [];
+    let attemptsOnPoison = 0;
+    const kind: WorkerKind = {
+      name: 'test',
+      groupId: 'test',
+      topics: () => [{ topic, partitions: 1 }],
+      async handleBatch(messages) {
+        if (messages.some((m) => m.value!.toString() === 'poison')) {
+          attemptsOnPoison++;
+          throw new Error('cannot apply poison');
+        }
+        applied.push(...messages.map((m) => m.value!.toString()));
+      },
+      async onDeadLetter(message) {
+        deadLettered.push(message.value!.toString());
+      },
+    };
+    const group = bus.consumerGroup(`${prefix}test`);
+    const deps = { config, logger: createLogger('silent', 'test'), pool: {} as Pool, bus };
+    await runWorkerKind(kind, group, deps, { attempts: 3, baseDelayMs: 10, maxDelayMs: 50 });
+    await bus.produce(topic, ['a', 'poison', 'b'].map((v) => ({ key: 'same', value: v })));
+
+    const dlq: InboundMessage[] = [];
+    const dlqGroup = bus.consumerGroup(uniqueName('dlq-reader'));
+    await dlqGroup.run([deadLetterTopic(topic)], async (ms) => void dlq.push(...ms));
+    await eventually(() => (dlq.length === 1 && applied.includes('b') ? true : undefined), 30_000, 'dead letter');
+    await Promise.all([group.stop(), dlqGroup.stop()]);
+
+    expect(applied).toEqual(expect.arrayContaining(['a', 'b']));
+    expect(applied).not.toContain('poison');
+    expect(deadLettered).toEqual(['poison']);
+    expect(dlq[0]!.value!.toString()).toBe('poison');
+    expect(dlq[0]!.headers['x-dlq-error']).toBe('cannot apply poison');
+    expect(dlq[0]!.headers['x-dlq-origin']).toMatch(new RegExp(`^${topic.replace(/\./g, '\\.')}/0/\\d+$`));
+    expect(attemptsOnPoison).toBeGreaterThanOrEqual(3 + 3); // batch retries, then the message's own
+  });
+});

@@ -1,0 +1,71 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
+
+// Where the real Kafka and PostgreSQL come from, in this order:
+// 1. KAFKA_BROKERS and DATABASE_URL from the environment;
+// 2. containers (testcontainers) when a Docker engine answers;
+// 3. the project's own stack (scripts/stack up --infra: broker from Maven jars, local PostgreSQL).
+// A migrated template database is made once; each test file clones its own from it.
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    kafkaBrokers: string;
+    templateDatabaseUrl: string;
+  }
+}
+
+const templateName = 'connect_test_template';
+
+const dockerAnswers = () => spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
+
+async function fromContainers() {
+  const { KafkaContainer } = await import('@testcontainers/kafka');
+  const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+  const [kafka, postgres] = await Promise.all([
+    new KafkaContainer('confluentinc/cp-kafka:8.0.0').withKraft().start(),
+    new PostgreSqlContainer('postgres:16').start(),
+  ]);
+  return {
+    brokers: `${kafka.getHost()}:${kafka.getMappedPort(9093)}`,
+    databaseUrl: postgres.getConnectionUri(),
+    stop: async () => {
+      await Promise.all([kafka.stop(), postgres.stop()]);
+    },
+  };
+}
+
+function fromLocalStack() {
+  execFileSync('scripts/stack', ['up', '--infra'], { stdio: 'inherit' });
+  return {
+    brokers: process.env.KAFKA_BROKERS ?? `127.0.0.1:${process.env.KAFKA_PORT ?? 9092}`,
+    databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/connect',
+    stop: async () => undefined, // left running: the next run reuses it (scripts/stack down stops it)
+  };
+}
+
+export default async function setup(project: TestProject) {
+  const env = process.env;
+  const source =
+    env.KAFKA_BROKERS && env.DATABASE_URL
+      ? { brokers: env.KAFKA_BROKERS, databaseUrl: env.DATABASE_URL, stop: async () => undefined }
+      : dockerAnswers()
+        ? await fromContainers()
+        : fromLocalStack();
+
+  const template = new URL(source.databaseUrl);
+  template.pathname = `/${templateName}`;
+  const admin = new URL(source.databaseUrl);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  await client.query(`DROP DATABASE IF EXISTS ${templateName} WITH (FORCE)`);
+  await client.end();
+  await ensureDatabase(template.toString());
+  await migrateUp(template.toString());
+
+  project.provide('kafkaBrokers', source.brokers);
+  project.provide('templateDatabaseUrl', template.toString());
+  return source.stop;
+}

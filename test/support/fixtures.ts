@@ -1,0 +1,37 @@
+import type { Command } from '../../src/admin/command.js';
+import { clientCreate, clientRateLimit } from '../../src/admin/commands/client.js';
+import { demo } from '../../src/admin/commands/demo.js';
+import { keyCreate, keyRevoke } from '../../src/admin/commands/key.js';
+import type { Pool } from '../../src/shared/db/pool.js';
+
+// Test data is made the way operators make it: through the admin CLI's commands.
+
+export async function admin<I>(pool: Pool, command: Command<I>, args: string[]): Promise<any> {
+  return command.run({ pool, warn: () => undefined }, command.parse(args));
+}
+
+export type Demo = {
+  tenantId: string;
+  clients: Record<string, { clientId: string; apiKey: string }>;
+  workOrders: { workOrderId: number; externalWorkOrderId: string }[];
+};
+
+export const createDemo = (pool: Pool): Promise<Demo> => admin(pool, demo, []);
+
+export async function createClientWithKey(
+  pool: Pool,
+  tenantId: string,
+  scopes: string,
+  extraKeyArgs: string[] = [],
+): Promise<{ clientId: string; apiKey: string; keyId: string }> {
+  const client = await admin(pool, clientCreate, ['--tenant', tenantId, '--name', 'test client']);
+  const key = await admin(pool, keyCreate, ['--client', client.clientId, '--scopes', scopes, ...extraKeyArgs]);
+  return { clientId: client.clientId, apiKey: key.apiKey, keyId: key.keyId };
+}
+
+export const revokeKey = (pool: Pool, keyId: string) => admin(pool, keyRevoke, ['--key', keyId]);
+
+export const setRateLimit = (pool: Pool, clientId: string, perMinute: number) =>
+  admin(pool, clientRateLimit, ['--client', clientId, '--per-minute', String(perMinute)]);
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/shared/config.js';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c.port).toBe(8080);
+    expect(c.kafkaBrokers).toEqual(['127.0.0.1:9092']);
+    expect(c.databaseUrl).toBe('postgres://postgres@127.0.0.1:5432/connect');
+    expect(c.rateLimitPerMinute).toBe(600);
+    expect(c.workers).toEqual([]);
+  });
+
+  it('parses lists and numbers', () => {
+    const c = loadConfig({ KAFKA_BROKERS: 'a:1,b:2', PORT: '9000', WORKERS: 'inbound, materials' });
+    expect(c.kafkaBrokers).toEqual(['a:1', 'b:2']);
+    expect(c.port).toBe(9000);
+    expect(c.workers).toEqual(['inbound', 'materials']);
+  });
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['KAFKA_BROKERS', 'nohostport'],
+    ['LOG_LEVEL', 'loud'],
+    ['RATE_LIMIT_PER_MINUTE', '0'],
+  ])('rejects %s=%s with one line naming the variable', (name, value) => {
+    let error: unknown;
+    try {
+      loadConfig({ [name]: value });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain(`${name}=${JSON.stringify(value)}`);
+    expect(message.split('\n')).toHaveLength(1);
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(loadConfig({ PORT: '' }).port).toBe(8080);
+  });
+});
