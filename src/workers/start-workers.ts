@@ -33,19 +33,19 @@ export async function startWorkers(
   });
   await Promise.all(groups.map(({ kind, group }) => runWorkerKind(kind, group, deps, retryPolicy)));
 
-  // Liveness for container health checks: touched while the process runs.
-  const heartbeat = config.workerHeartbeatFile
-    ? setInterval(() => {
-        const now = new Date();
-        utimes(config.workerHeartbeatFile, now, now).catch(() => writeFile(config.workerHeartbeatFile, ''));
-      }, 10_000)
-    : null;
-  heartbeat?.unref();
-  if (config.workerHeartbeatFile) await writeFile(config.workerHeartbeatFile, '');
+  // Keeps the process alive until a signal arrives, even with no kind to host, and touches the
+  // liveness file for container health checks when one is configured.
+  const touch = async () => {
+    if (!config.workerHeartbeatFile) return;
+    const now = new Date();
+    await utimes(config.workerHeartbeatFile, now, now).catch(() => writeFile(config.workerHeartbeatFile, ''));
+  };
+  await touch();
+  const heartbeat = setInterval(() => void touch().catch(() => undefined), 10_000);
 
   return {
     async stop() {
-      if (heartbeat) clearInterval(heartbeat);
+      clearInterval(heartbeat);
       // Each group finishes its batch in hand and commits before leaving.
       await Promise.all(groups.map(({ group }) => group.stop()));
       await bus.close();

@@ -1,0 +1,84 @@
+// `npm run bench`: what the gateway's cross-cutting layer costs per request, against bare
+// baselines measured in the same run on the same machine. Needs the local stack (npm start
+// or scripts/stack up --infra). Prints figures and ratios; asserts nothing.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { demo } from '../src/admin/commands/demo.js';
+import { startGateway } from '../src/gateway/gateway.js';
+import { createRateLimiter } from '../src/gateway/rate-limit/rate-limiter.js';
+import { loadConfig } from '../src/shared/config.js';
+import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
+import { createPool } from '../src/shared/db/pool.js';
+import { createLogger } from '../src/shared/logger.js';
+
+const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/connect';
+const dbName = `connect_bench_${randomBytes(4).toString('hex')}`;
+const url = new URL(serverUrl);
+url.pathname = `/${dbName}`;
+const databaseUrl = url.toString();
+
+type Stats = { ops: number; seconds: number; p50: number; p99: number };
+
+async function measure(count: number, concurrency: number, op: () => Promise<unknown>): Promise<Stats> {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < count) {
+        const t = performance.now();
+        await op();
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+  return { ops: count / seconds, seconds, p50: at(0.5), p99: at(0.99) };
+}
+
+const row = (name: string, s: Stats, base?: Stats) =>
+  `${name.padEnd(46)} ${s.ops.toFixed(0).padStart(8)} /s  p50 ${s.p50.toFixed(2).padStart(6)} ms  p99 ${s.p99
+    .toFixed(2)
+    .padStart(6)} ms${base ? `  ×${(base.ops / s.ops).toFixed(2)} cost vs baseline` : '  (baseline)'}`;
+
+await ensureDatabase(databaseUrl);
+await migrateUp(databaseUrl);
+const pool = createPool(databaseUrl, 10, 'bench');
+try {
+  const tenant = (await demo.run({ pool, warn: () => undefined }, { name: 'bench' })) as {
+    clients: Record<string, { apiKey: string; clientId: string }>;
+  };
+  await pool.query('UPDATE integration_clients SET rate_limit_per_minute = 100000000');
+
+  console.log('Rate limiter alone (PostgreSQL-backed, rate-limiter-flexible), 4000 ops, 16 concurrent');
+  const limiter = createRateLimiter(pool);
+  const selectOne = await measure(4000, 16, () => pool.query('SELECT 1'));
+  const consume = await measure(4000, 16, () => limiter('bench-client', 100_000_000));
+  console.log(row('SELECT 1 on the same pool', selectOne));
+  console.log(row('rate limit consume()', consume, selectOne));
+
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' });
+  const gateway = await startGateway(config, createLogger('silent', 'bench'));
+  const key = tenant.clients.all!.apiKey;
+  const get = (path: string, auth = true) =>
+    fetch(`${gateway.url}${path}`, { headers: auth ? { authorization: `Bearer ${key}` } : {} }).then((r) => r.arrayBuffer());
+  await measure(500, 8, () => get('/livez', false)); // warm-up
+  console.log('\nHTTP through the gateway, 4000 requests, 16 concurrent');
+  const livez = await measure(4000, 16, () => get('/livez', false));
+  const items = await measure(4000, 16, () => get('/api/v1/connect/inventory/items'));
+  console.log(row('GET /livez (pipeline without auth/limit/SQL)', livez));
+  console.log(row('GET inventory/items (auth + limit + query)', items, livez));
+  console.log(
+    `\nrate limiter share of an authenticated read: ~${((1000 / consume.ops / (1000 / items.ops)) * 100).toFixed(0)}% of its time ` +
+      `(${(1000 / consume.ops).toFixed(3)} ms of ${(1000 / items.ops).toFixed(3)} ms per request at this concurrency)`,
+  );
+  await gateway.stop();
+} finally {
+  await pool.end();
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.end();
+}
