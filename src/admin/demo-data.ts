@@ -1,18 +1,10 @@
 import type { InventoryLocationType } from '../shared/inventory.js';
+import type { NewInventoryItem } from './store.js';
 
 // The fixed catalogue `demo` loads into a fresh tenant. SKUs and external codes only need
 // to be unique within a tenant, so every demo tenant gets the same ones.
 
-export type DemoItem = {
-  key: string;
-  name: string;
-  sku: string;
-  categoryName: string;
-  unitOfMeasure: string;
-  trackStock: boolean;
-  defaultQuantity: number | null;
-  lowStockThreshold: number | null;
-};
+export type DemoItem = Omit<NewInventoryItem, 'id'> & { key: string };
 
 export const demoItems = [
   { key: 'pipe', name: 'Copper pipe 15 mm', sku: 'CU-PIPE-15', categoryName: 'Plumbing', unitOfMeasure: 'm', trackStock: true, defaultQuantity: 2, lowStockThreshold: 20 },

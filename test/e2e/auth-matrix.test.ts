@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { routeScopes } from '../../src/gateway/auth/route-scopes.js';
-import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { generateApiKey } from '../../src/shared/api-keys.js';
-import { createApiClient, type ApiClient } from '../support/api-client.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { bearer, createClientWithKey, createDemo, revokeKey, type Demo } from '../support/fixtures.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { bearer, createClientWithKey, revokeKey } from '../support/fixtures.js';
+import { useGatewaySuite } from '../support/suite.js';
 
 // A valid request for every integration operation built so far. The matrix below runs each
 // credential case against each of them; an operation in the OpenAPI document without an
@@ -17,34 +14,19 @@ const validRequests: Record<string, { method: string; path: string; body?: unkno
   getIntegrationHealth: { method: 'get', path: '/api/v1/integration/health' },
 };
 
-let db: TestDatabase;
-let pool: Pool;
-let gateway: TestGateway;
-let api: ApiClient;
-let demo: Demo;
+const suite = useGatewaySuite({ env: () => ({ AUTH_CACHE_TTL_MS: '300' }) });
 const keys: Record<string, string> = {};
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = createPool(db.url, 4, 'test');
-  gateway = await startTestGateway(db.url, { AUTH_CACHE_TTL_MS: '300' });
-  api = await createApiClient(gateway.url);
-  demo = await createDemo(pool);
-  const revoked = await createClientWithKey(pool, demo.tenantId, 'all');
-  await revokeKey(pool, revoked.keyId);
+  const revoked = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
+  await revokeKey(suite.pool, revoked.keyId);
   keys.revoked = revoked.apiKey;
-  const expired = await createClientWithKey(pool, demo.tenantId, 'all', ['--expires-at', '2020-01-01T00:00:00Z']);
+  const expired = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all', ['--expires-at', '2020-01-01T00:00:00Z']);
   keys.expired = expired.apiKey;
 });
 
-afterAll(async () => {
-  await gateway?.stop();
-  await pool?.end();
-  await db?.drop();
-});
-
 const operations = () =>
-  Object.entries(api.doc.paths).flatMap(([path, methods]) =>
+  Object.entries(suite.api.doc.paths).flatMap(([path, methods]) =>
     Object.entries(methods)
       .filter(([, op]) => op.security?.some((s) => s.apiKey))
       .map(([method, op]) => ({ method, path, operationId: op.operationId, scope: op.security![0]!.apiKey![0]! })),
@@ -73,7 +55,7 @@ describe('authentication and scopes on every integration operation', () => {
     it(`answers 401 ${code} to ${name}`, async () => {
       for (const op of operations()) {
         const req = validRequests[op.operationId]!;
-        const res = await api.request(req.method, req.path, { headers: headers(), body: req.body });
+        const res = await suite.api.request(req.method, req.path, { headers: headers(), body: req.body });
         expect(res.status, `${op.operationId}`).toBe(401);
         expect(res.body.error.code).toBe(code);
         expect(res.body.error.correlationId).toBe(res.headers.get('x-correlation-id'));
@@ -84,39 +66,39 @@ describe('authentication and scopes on every integration operation', () => {
   it('answers 403 to a valid key without the scope, and 200 with exactly that scope', async () => {
     for (const op of operations()) {
       const req = validRequests[op.operationId]!;
-      const none = await api.request(req.method, req.path, { headers: bearer(demo.clients.none!.apiKey), body: req.body });
+      const none = await suite.api.request(req.method, req.path, { headers: bearer(suite.demo.clients.none!.apiKey), body: req.body });
       expect(none.status, op.operationId).toBe(403);
       expect(none.body.error.code).toBe('insufficient_scope');
-      const otherScope = Object.keys(demo.clients).find((s) => s !== op.scope && s !== 'all' && s !== 'none')!;
-      const other = await api.request(req.method, req.path, { headers: bearer(demo.clients[otherScope]!.apiKey), body: req.body });
+      const otherScope = Object.keys(suite.demo.clients).find((s) => s !== op.scope && s !== 'all' && s !== 'none')!;
+      const other = await suite.api.request(req.method, req.path, { headers: bearer(suite.demo.clients[otherScope]!.apiKey), body: req.body });
       expect(other.status, `${op.operationId} with ${otherScope}`).toBe(403);
-      const ok = await api.request(req.method, req.path, { headers: bearer(demo.clients[op.scope]!.apiKey), body: req.body });
+      const ok = await suite.api.request(req.method, req.path, { headers: bearer(suite.demo.clients[op.scope]!.apiKey), body: req.body });
       expect(ok.status, op.operationId).toBe(200);
-      const all = await api.request(req.method, req.path, { headers: bearer(demo.clients.all!.apiKey), body: req.body });
+      const all = await suite.api.request(req.method, req.path, { headers: bearer(suite.demo.clients.all!.apiKey), body: req.body });
       expect(all.status, op.operationId).toBe(200);
     }
   });
 
   it('stops accepting a revoked key within the cache TTL', async () => {
-    const c = await createClientWithKey(pool, demo.tenantId, 'connect.inventory.read');
+    const c = await createClientWithKey(suite.pool, suite.demo.tenantId, 'connect.inventory.read');
     const path = '/api/v1/connect/inventory/items';
-    expect((await api.get(path, { headers: bearer(c.apiKey) })).status).toBe(200);
-    await revokeKey(pool, c.keyId);
+    expect((await suite.api.get(path, { headers: bearer(c.apiKey) })).status).toBe(200);
+    await revokeKey(suite.pool, c.keyId);
     await new Promise((r) => setTimeout(r, 400)); // AUTH_CACHE_TTL_MS=300 in this gateway
-    const after = await api.get(path, { headers: bearer(c.apiKey) });
+    const after = await suite.api.get(path, { headers: bearer(c.apiKey) });
     expect(after.status).toBe(401);
     expect(after.body.error.code).toBe('revoked_credential');
   });
 
   it('never logs the Authorization header or the key', async () => {
-    const key = demo.clients.all!.apiKey;
-    await api.get('/api/v1/connect/inventory/items', { headers: bearer(key) });
-    const lines = gateway.logLines();
+    const key = suite.demo.clients.all!.apiKey;
+    await suite.api.get('/api/v1/connect/inventory/items', { headers: bearer(key) });
+    const lines = suite.gateway.logLines();
     const text = JSON.stringify(lines);
     expect(text).not.toContain(key);
     expect(text.toLowerCase()).not.toContain('bearer ');
     const line = lines.filter((l) => l.route === '/api/v1/connect/inventory/items' && l.status === 200).at(-1)!;
-    expect(line).toMatchObject({ clientId: demo.clients.all!.clientId, method: 'GET' });
+    expect(line).toMatchObject({ clientId: suite.demo.clients.all!.clientId, method: 'GET' });
     expect(Object.keys(line)).toEqual(expect.arrayContaining(['requestId', 'correlationId', 'clientId', 'route', 'status', 'durationMs']));
   });
 });

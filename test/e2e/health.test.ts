@@ -1,38 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool, type Pool } from '../../src/shared/db/pool.js';
-import { createApiClient, type ApiClient } from '../support/api-client.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { bearer, createDemo, type Demo } from '../support/fixtures.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { createApiClient } from '../support/api-client.js';
+import { bearer } from '../support/fixtures.js';
+import { startTestGateway } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
+import { useGatewaySuite } from '../support/suite.js';
 import { startThrowawayKafka } from '../support/throwaway-kafka.js';
 
 // This file stops and starts a broker of its own, never the shared one.
 let kafka: Awaited<ReturnType<typeof startThrowawayKafka>>;
-let db: TestDatabase;
-let pool: Pool;
-let gateway: TestGateway;
-let api: ApiClient;
-let demo: Demo;
-
 beforeAll(async () => {
   kafka = await startThrowawayKafka();
-  db = await createTestDatabase();
-  pool = createPool(db.url, 2, 'test');
-  gateway = await startTestGateway(db.url, { KAFKA_BROKERS: kafka.brokers, HEALTH_CHECK_TIMEOUT_MS: '1500' });
-  api = await createApiClient(gateway.url);
-  demo = await createDemo(pool);
 });
-
-afterAll(async () => {
-  await gateway?.stop();
-  await pool?.end();
-  await db?.drop();
-  await kafka?.destroy();
-});
+afterAll(() => kafka?.destroy());
+const suite = useGatewaySuite({ env: () => ({ KAFKA_BROKERS: kafka.brokers, HEALTH_CHECK_TIMEOUT_MS: '1500' }) });
 
 const health = async () => {
-  const res = await api.get('/api/v1/integration/health', { headers: bearer(demo.clients['integration.health.read']!.apiKey) });
+  const res = await suite.api.get('/api/v1/integration/health', { headers: bearer(suite.demo.clients['integration.health.read']!.apiKey) });
   expect(res.status).toBe(200);
   return res.body;
 };
@@ -45,25 +28,25 @@ describe('health and readiness', () => {
     expect(body.checks.kafka).toMatchObject({ status: 'Up', error: null });
     expect(body.version).toMatch(/^\d+\.\d+\.\d+/);
     expect(Math.abs(Date.parse(body.time) - Date.now())).toBeLessThan(60_000);
-    const ready = await api.get('/readyz');
+    const ready = await suite.api.get('/readyz');
     expect(ready.status).toBe(200);
     expect(ready.body.ready).toBe(true);
-    expect((await api.get('/livez')).status).toBe(200);
+    expect((await suite.api.get('/livez')).status).toBe(200);
   });
 
   it('reports a stopped Kafka, and recovers when it is back', async () => {
     await kafka.stop();
-    const ready = await api.get('/readyz');
+    const ready = await suite.api.get('/readyz');
     expect(ready.status).toBe(503);
     expect(ready.body).toMatchObject({ ready: false, checks: { postgres: { status: 'Up' }, kafka: { status: 'Down' } } });
     expect(ready.body.checks.kafka.error).toEqual(expect.any(String));
     const body = await health();
     expect(body.status).toBe('Degraded');
     expect(body.checks.kafka.status).toBe('Down');
-    expect((await api.get('/livez')).status).toBe(200);
+    expect((await suite.api.get('/livez')).status).toBe(200);
 
     await kafka.start();
-    await eventually(async () => ((await api.get('/readyz')).status === 200 ? true : undefined), 60_000, 'ready again');
+    await eventually(async () => ((await suite.api.get('/readyz')).status === 200 ? true : undefined), 60_000, 'ready again');
     expect((await health()).status).toBe('Healthy');
   });
 
@@ -75,7 +58,7 @@ describe('health and readiness', () => {
       expect(ready.status).toBe(503);
       expect(ready.body.checks.postgres.status).toBe('Down');
       // Authentication needs PostgreSQL: a keyed call is 503, not 401.
-      const res = await client.get('/api/v1/integration/health', { headers: bearer(demo.clients.all!.apiKey) });
+      const res = await client.get('/api/v1/integration/health', { headers: bearer(suite.demo.clients.all!.apiKey) });
       expect(res.status).toBe(503);
       expect(res.body.error.code).toBe('service_unavailable');
       expect(res.headers.get('retry-after')).toBe('5');
@@ -85,8 +68,8 @@ describe('health and readiness', () => {
   });
 
   it('exposes Prometheus metrics by route and status', async () => {
-    await api.get('/api/v1/connect/inventory/items');
-    const res = await api.get('/metrics');
+    await suite.api.get('/api/v1/connect/inventory/items');
+    const res = await suite.api.get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     expect(res.text).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/connect\/inventory\/items",status="401"\} [1-9]/);

@@ -1,11 +1,8 @@
 import { z } from 'zod';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defineRoute } from '../../src/gateway/routes/route-definition.js';
-import { createPool, type Pool } from '../../src/shared/db/pool.js';
-import { createApiClient, type ApiClient } from '../support/api-client.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { bearer, createDemo, type Demo } from '../support/fixtures.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { bearer } from '../support/fixtures.js';
+import { useGatewaySuite } from '../support/suite.js';
 
 // Probe operations mounted only in this test, through the same pipeline and document as
 // the real ones, to exercise body handling before the feature issues add real POST routes.
@@ -37,45 +34,27 @@ const probeRoutes = [
   }),
 ];
 
-let db: TestDatabase;
-let pool: Pool;
-let gateway: TestGateway;
-let api: ApiClient;
-let demo: Demo;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = createPool(db.url, 2, 'test');
-  gateway = await startTestGateway(db.url, { BODY_LIMIT_BYTES: '2048' }, probeRoutes);
-  api = await createApiClient(gateway.url);
-  demo = await createDemo(pool);
-});
-
-afterAll(async () => {
-  await gateway?.stop();
-  await pool?.end();
-  await db?.drop();
-});
+const suite = useGatewaySuite({ env: () => ({ BODY_LIMIT_BYTES: '2048' }), extraRoutes: probeRoutes });
 
 describe('request media types', () => {
   it.each(['application/json', 'text/json', 'application/vnd.example+json', 'application/json; charset=utf-8'])(
     'accepts %s',
     async (type) => {
-      const res = await api.post('/probe/echo', { headers: { 'content-type': type }, rawBody: '{"name":"abc"}' });
+      const res = await suite.api.post('/probe/echo', { headers: { 'content-type': type }, rawBody: '{"name":"abc"}' });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ name: 'abc' });
     },
   );
 
   it.each(['text/plain', 'application/xml', 'application/x-www-form-urlencoded'])('answers 415 to %s', async (type) => {
-    const res = await api.post('/probe/echo', { headers: { 'content-type': type }, rawBody: '{"name":"abc"}' });
+    const res = await suite.api.post('/probe/echo', { headers: { 'content-type': type }, rawBody: '{"name":"abc"}' });
     expect(res.status).toBe(415);
     expect(res.body.error.code).toBe('unsupported_media_type');
     expect(res.body.error.fieldErrors).toBeNull();
   });
 
   it('answers 400 invalid_json to malformed JSON, in the standard shape', async () => {
-    const res = await api.post('/probe/echo', { headers: { 'content-type': 'application/json' }, rawBody: '{"name":' });
+    const res = await suite.api.post('/probe/echo', { headers: { 'content-type': 'application/json' }, rawBody: '{"name":' });
     expect(res.status).toBe(400);
     // connectErrorStatuses lists 400 for this probe: the Connect shape is chosen by the route table.
     expect(res.body.error.code).toBe('invalid_json');
@@ -83,13 +62,13 @@ describe('request media types', () => {
   });
 
   it('answers 413 past the body limit', async () => {
-    const res = await api.post('/probe/echo', { body: { name: 'x'.repeat(4000) } });
+    const res = await suite.api.post('/probe/echo', { body: { name: 'x'.repeat(4000) } });
     expect(res.status).toBe(413);
     expect(res.body.error.code).toBe('payload_too_large');
   });
 
   it('reports each invalid and unknown field', async () => {
-    const res = await api.post('/probe/echo', { body: { name: 'toolong', count: 1.5, extra: true } });
+    const res = await suite.api.post('/probe/echo', { body: { name: 'toolong', count: 1.5, extra: true } });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('validation_failed');
     expect(res.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['count', 'extra', 'name']);
@@ -106,16 +85,16 @@ describe('response media types', () => {
     ['text/plain', 'text/plain'],
     ['application/xml', 'application/json'],
   ])('Accept %s → %s with the same JSON', async (accept, expected) => {
-    const headers: Record<string, string> = { ...bearer(demo.clients.all!.apiKey) };
+    const headers: Record<string, string> = { ...bearer(suite.demo.clients.all!.apiKey) };
     if (accept) headers.accept = accept;
-    const res = await api.get(path, { headers });
+    const res = await suite.api.get(path, { headers });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe(`${expected}; charset=utf-8`);
     expect(Array.isArray(JSON.parse(res.text))).toBe(true);
   });
 
   it('honours Accept on errors too', async () => {
-    const res = await api.get(path, { headers: { accept: 'text/plain' } });
+    const res = await suite.api.get(path, { headers: { accept: 'text/plain' } });
     expect(res.status).toBe(401);
     expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
   });
@@ -123,43 +102,43 @@ describe('response media types', () => {
 
 describe('errors and ids', () => {
   it('answers an unknown route with 404 route_not_found in the standard shape', async () => {
-    const res = await api.get('/api/v1/nothing-here');
+    const res = await suite.api.get('/api/v1/nothing-here');
     expect(res.status).toBe(404);
     expect(res.body.error.code).toBe('route_not_found');
   });
 
   it('answers a wrong method with 405 and Allow', async () => {
-    const res = await api.request('delete', '/api/v1/connect/inventory/items');
+    const res = await suite.api.request('delete', '/api/v1/connect/inventory/items');
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toContain('GET');
     expect(res.body.error.code).toBe('method_not_allowed');
   });
 
   it('answers an unexpected exception with 500, no internals, logged with the request id', async () => {
-    const res = await api.get('/probe/boom');
+    const res = await suite.api.get('/probe/boom');
     expect(res.status).toBe(500);
     expect(res.body.error.code).toBe('internal_error');
     expect(res.text).not.toContain('secret internal detail');
     expect(res.text).not.toMatch(/at .*\.ts:\d+/);
     const requestId = res.headers.get('x-request-id');
-    const logged = gateway.logLines().find((l) => l.requestId === requestId && l.msg === 'unhandled error');
+    const logged = suite.gateway.logLines().find((l) => l.requestId === requestId && l.msg === 'unhandled error');
     expect(logged).toBeDefined();
     expect(JSON.stringify(logged)).toContain('secret internal detail');
   });
 
   it('keeps a client correlation id and generates one when absent or unusable', async () => {
-    const kept = await api.get('/livez', { headers: { 'x-correlation-id': 'erp-42.retry:1' } });
+    const kept = await suite.api.get('/livez', { headers: { 'x-correlation-id': 'erp-42.retry:1' } });
     expect(kept.headers.get('x-correlation-id')).toBe('erp-42.retry:1');
-    const made = await api.get('/livez');
+    const made = await suite.api.get('/livez');
     expect(made.headers.get('x-correlation-id')).toMatch(/^[0-9a-f-]{36}$/);
-    const bad = await api.get('/livez', { headers: { 'x-correlation-id': 'x'.repeat(300) } });
+    const bad = await suite.api.get('/livez', { headers: { 'x-correlation-id': 'x'.repeat(300) } });
     expect(bad.headers.get('x-correlation-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(made.headers.get('x-request-id')).not.toBe(bad.headers.get('x-request-id'));
   });
 
   it('puts the correlation id into error bodies and log lines', async () => {
-    const res = await api.get('/api/v1/connect/inventory/items', { headers: { 'x-correlation-id': 'corr-abc' } });
+    const res = await suite.api.get('/api/v1/connect/inventory/items', { headers: { 'x-correlation-id': 'corr-abc' } });
     expect(res.body.error.correlationId).toBe('corr-abc');
-    expect(gateway.logLines().some((l) => l.correlationId === 'corr-abc' && l.status === 401)).toBe(true);
+    expect(suite.gateway.logLines().some((l) => l.correlationId === 'corr-abc' && l.status === 401)).toBe(true);
   });
 });

@@ -1,34 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { inventoryLocationTypes } from '../../src/shared/inventory.js';
-import { createApiClient, type ApiClient } from '../support/api-client.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { bearer, createDemo, type Demo } from '../support/fixtures.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { useGatewaySuite } from '../support/suite.js';
 
-let db: TestDatabase;
-let pool: Pool;
-let gateway: TestGateway;
-let api: ApiClient;
-let a: Demo;
+const suite = useGatewaySuite();
 let b: Demo;
-
 beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = createPool(db.url, 2, 'test');
-  gateway = await startTestGateway(db.url);
-  api = await createApiClient(gateway.url);
-  [a, b] = [await createDemo(pool), await createDemo(pool)];
-});
-
-afterAll(async () => {
-  await gateway?.stop();
-  await pool?.end();
-  await db?.drop();
+  b = await createDemo(suite.pool);
 });
 
 const read = async (demo: Demo, what: string) => {
-  const res = await api.get(`/api/v1/connect/inventory/${what}`, { headers: bearer(demo.clients['connect.inventory.read']!.apiKey) });
+  const res = await suite.api.get(`/api/v1/connect/inventory/${what}`, { headers: bearer(demo.clients['connect.inventory.read']!.apiKey) });
   expect(res.status).toBe(200);
   return res.body as Record<string, unknown>[];
 };
@@ -44,27 +26,27 @@ const fields = {
 
 describe('inventory reads', () => {
   it.each(Object.entries(fields))('%s have exactly the fields of spec part 2', async (what, names) => {
-    const rows = await read(a, what);
+    const rows = await read(suite.demo, what);
     expect(rows.length).toBeGreaterThan(0);
     for (const row of rows) expect(Object.keys(row).sort()).toEqual([...names].sort());
   });
 
   it('types and nullability match the DTOs', async () => {
-    for (const item of await read(a, 'items')) {
+    for (const item of await read(suite.demo, 'items')) {
       expect(item.inventoryItemId).toMatch(/^[0-9a-f-]{36}$/);
       expect(typeof item.trackStock).toBe('boolean');
       for (const f of ['defaultQuantity', 'lowStockThreshold']) expect(item[f] === null || typeof item[f] === 'number').toBe(true);
     }
-    for (const loc of await read(a, 'locations')) {
+    for (const loc of await read(suite.demo, 'locations')) {
       expect(inventoryLocationTypes).toContain(loc.locationType);
       expect(typeof loc.isDefault).toBe('boolean');
     }
-    for (const bal of await read(a, 'balances')) expect(typeof bal.quantityOnHand).toBe('number');
+    for (const bal of await read(suite.demo, 'balances')) expect(typeof bal.quantityOnHand).toBe('number');
   });
 
   it('derives isLowStock and isNegative from the stored quantities', async () => {
-    const items = new Map((await read(a, 'items')).map((i) => [i.inventoryItemId, i]));
-    const balances = await read(a, 'balances');
+    const items = new Map((await read(suite.demo, 'items')).map((i) => [i.inventoryItemId, i]));
+    const balances = await read(suite.demo, 'balances');
     for (const bal of balances) {
       const threshold = items.get(bal.inventoryItemId)!.lowStockThreshold as number | null;
       const qty = bal.quantityOnHand as number;
@@ -77,7 +59,7 @@ describe('inventory reads', () => {
   });
 
   it('names the location types in use and exactly one default location', async () => {
-    const locations = await read(a, 'locations');
+    const locations = await read(suite.demo, 'locations');
     expect(new Set(locations.map((l) => l.locationType)).size).toBeGreaterThanOrEqual(3);
     expect(locations.filter((l) => l.isDefault)).toHaveLength(1);
   });
@@ -85,12 +67,12 @@ describe('inventory reads', () => {
   it("never shows one tenant another tenant's inventory", async () => {
     for (const what of ['items', 'locations', 'balances']) {
       const idKey = what === 'locations' ? 'inventoryLocationId' : 'inventoryItemId';
-      const ofA = new Set((await read(a, what)).map((r) => r[idKey]));
+      const ofA = new Set((await read(suite.demo, what)).map((r) => r[idKey]));
       const ofB = (await read(b, what)).map((r) => r[idKey]);
       expect(ofB.length).toBeGreaterThan(0);
       expect(ofB.filter((id) => ofA.has(id))).toEqual([]);
     }
-    const { rows } = await pool.query('SELECT count(*)::int AS n FROM inventory_items');
-    expect((await read(a, 'items')).length + (await read(b, 'items')).length).toBe(rows[0].n);
+    const { rows } = await suite.pool.query('SELECT count(*)::int AS n FROM inventory_items');
+    expect((await read(suite.demo, 'items')).length + (await read(b, 'items')).length).toBe(rows[0].n);
   });
 });
