@@ -42,14 +42,19 @@ export const maxRateLimitPerMinute = 1_000_000;
 export function rateLimitArg(value: string, flag: string): number {
   const n = /^\d{1,7}$/.test(value) ? Number(value) : NaN;
   if (!(n >= 1 && n <= maxRateLimitPerMinute)) {
-    throw new AdminError(`--${flag} must be an integer from 1 to ${maxRateLimitPerMinute}, got ${JSON.stringify(value)}`);
+    throw new AdminError(
+      `--${flag} must be an integer from 1 to ${maxRateLimitPerMinute}, got ${JSON.stringify(value)}`,
+    );
   }
   return n;
 }
 
 /** `all` = every integration scope; empty = none; otherwise a comma list of scope names. */
 export function scopesArg(value: string): Scope[] {
-  const names = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const names = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (names.length === 1 && names[0] === 'all') return [...integrationScopes];
   const unknown = names.filter((n) => !isScope(n));
   if (unknown.length > 0) {
@@ -94,7 +99,9 @@ const isoPattern =
 export function timestampArg(value: string, flag: string): Date {
   const m = isoPattern.exec(value.trim());
   const invalid = () =>
-    new AdminError(`--${flag} must be an ISO 8601 date-time with a zone, e.g. 2030-01-31T12:00:00Z, got ${JSON.stringify(value)}`);
+    new AdminError(
+      `--${flag} must be an ISO 8601 date-time with a zone, e.g. 2030-01-31T12:00:00Z, got ${JSON.stringify(value)}`,
+    );
   if (!m) throw invalid();
   const [, y, mo, d, hh = '0', mi = '0', ss = '0', , oh = '0', om = '0'] = m.map((v) => v ?? undefined);
   const day = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));

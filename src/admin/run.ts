@@ -46,7 +46,9 @@ function resolve(argv: string[]): { command: Command<unknown>; args: string[] } 
   if (group.length > 0) {
     const subs = group.map((c) => c.name.split(' ')[1]).join(', ');
     throw new UsageError(
-      argv[1] === undefined ? `${argv[0]}: missing subcommand (${subs})` : `${argv[0]}: unknown subcommand ${JSON.stringify(argv[1])} (${subs})`,
+      argv[1] === undefined
+        ? `${argv[0]}: missing subcommand (${subs})`
+        : `${argv[0]}: unknown subcommand ${JSON.stringify(argv[1])} (${subs})`,
     );
   }
   throw new UsageError(`unknown command ${JSON.stringify(argv[0])}`);

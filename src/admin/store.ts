@@ -8,7 +8,10 @@ export type Db = Pool | PoolClient;
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
-export async function insertTenant(db: Db, t: { id: string; name: string }): Promise<{ tenantId: string; name: string }> {
+export async function insertTenant(
+  db: Db,
+  t: { id: string; name: string },
+): Promise<{ tenantId: string; name: string }> {
   const { rows } = await db.query('INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING id, name', [t.id, t.name]);
   return { tenantId: rows[0].id, name: rows[0].name };
 }
@@ -24,7 +27,12 @@ export async function insertClients(db: Db, clients: NewClient[]): Promise<Clien
        FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[]) AS u(id, tenant_id, name, rate_limit)
        JOIN tenants t ON t.id = u.tenant_id
      RETURNING id, tenant_id, name, rate_limit_per_minute`,
-    [clients.map((c) => c.id), clients.map((c) => c.tenantId), clients.map((c) => c.name), clients.map((c) => c.rateLimitPerMinute)],
+    [
+      clients.map((c) => c.id),
+      clients.map((c) => c.tenantId),
+      clients.map((c) => c.name),
+      clients.map((c) => c.rateLimitPerMinute),
+    ],
   );
   return rows.map((r) => ({
     clientId: r.id,
@@ -74,15 +82,21 @@ export async function insertApiKeys(tx: PoolClient, keys: NewApiKey[]): Promise<
             AS u(id, client_id, prefix, key_hash, expires_at)
        JOIN integration_clients c ON c.id = u.client_id
      RETURNING id, client_id, prefix, expires_at`,
-    [keys.map((k) => k.id), keys.map((k) => k.clientId), keys.map((k) => k.prefix), keys.map((k) => k.hash), keys.map((k) => k.expiresAt)],
+    [
+      keys.map((k) => k.id),
+      keys.map((k) => k.clientId),
+      keys.map((k) => k.prefix),
+      keys.map((k) => k.hash),
+      keys.map((k) => k.expiresAt),
+    ],
   );
   const inserted = new Set<string>(rows.map((r) => r.id));
   const pairs = keys.filter((k) => inserted.has(k.id)).flatMap((k) => k.scopes.map((s) => [k.id, s] as const));
   if (pairs.length > 0) {
-    await tx.query(
-      `INSERT INTO api_key_scopes (api_key_id, scope) SELECT * FROM unnest($1::uuid[], $2::text[])`,
-      [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
-    );
+    await tx.query(`INSERT INTO api_key_scopes (api_key_id, scope) SELECT * FROM unnest($1::uuid[], $2::text[])`, [
+      pairs.map((p) => p[0]),
+      pairs.map((p) => p[1]),
+    ]);
   }
   return rows.map((r) => ({ keyId: r.id, clientId: r.client_id, prefix: r.prefix, expiresAt: iso(r.expires_at) }));
 }
@@ -123,7 +137,11 @@ export type KeyLookup = { by: 'id'; id: string } | { by: 'prefix'; prefix: strin
 /** Ids of the keys matching (at most `limit`, oldest first). */
 export async function findApiKeyIds(db: Db, lookup: KeyLookup, limit = 10): Promise<string[]> {
   const [column, value] =
-    lookup.by === 'id' ? ['id', lookup.id] : lookup.by === 'prefix' ? ['prefix', lookup.prefix] : ['key_hash', lookup.hash];
+    lookup.by === 'id'
+      ? ['id', lookup.id]
+      : lookup.by === 'prefix'
+        ? ['prefix', lookup.prefix]
+        : ['key_hash', lookup.hash];
   const { rows } = await db.query(`SELECT id FROM api_keys WHERE ${column} = $1 ORDER BY created_at, id LIMIT $2`, [
     value,
     limit,
@@ -183,7 +201,11 @@ export type NewInventoryLocation = {
   isDefault: boolean;
 };
 
-export async function insertInventoryLocations(db: Db, tenantId: string, locations: NewInventoryLocation[]): Promise<void> {
+export async function insertInventoryLocations(
+  db: Db,
+  tenantId: string,
+  locations: NewInventoryLocation[],
+): Promise<void> {
   await db.query(
     `INSERT INTO inventory_locations (id, tenant_id, name, external_code, location_type, is_default)
      SELECT u.id, $1, u.name, u.external_code, u.location_type, u.is_default
@@ -228,5 +250,8 @@ export async function insertWorkOrders(
     [tenantId, workOrders.map((w) => w.externalWorkOrderId), workOrders.map((w) => w.title)],
   );
   const byExternal = new Map<string, number>(rows.map((r) => [r.external_work_order_id, r.id]));
-  return workOrders.map((w) => ({ workOrderId: byExternal.get(w.externalWorkOrderId)!, externalWorkOrderId: w.externalWorkOrderId }));
+  return workOrders.map((w) => ({
+    workOrderId: byExternal.get(w.externalWorkOrderId)!,
+    externalWorkOrderId: w.externalWorkOrderId,
+  }));
 }

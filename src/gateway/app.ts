@@ -10,6 +10,8 @@ import { accessLog } from './http/access-log.js';
 import { errorHandler } from './http/error-handler.js';
 import { requestContext } from './http/request-context.js';
 import type { GatewayState } from './http/state.js';
+import { importJobRoutes } from './import-jobs/routes.js';
+import { inboundRoutes } from './inbound/routes.js';
 import { inventoryRoutes } from './inventory/routes.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import type { GatewayMetrics } from './ops/metrics.js';
@@ -36,6 +38,8 @@ export function allRoutes(deps: AppDeps): RouteDefinition[] {
   const routes: RouteDefinition[] = [
     ...healthRoutes(check),
     ...inventoryRoutes(deps.pool),
+    ...inboundRoutes(deps),
+    ...importJobRoutes(deps.pool, deps.config),
     ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { Config } from '../shared/config.js';
 import { createPool } from '../shared/db/pool.js';
 import { createKafkaBus } from '../shared/kafka/bus.js';
+import { allTopics } from '../shared/kafka/topics.js';
 import type { Logger } from '../shared/logger.js';
 import { createApp } from './app.js';
 import { createGatewayMetrics } from './ops/metrics.js';
@@ -25,6 +26,7 @@ export async function startGateway(
     logger,
     onProduceError: (topic) => metrics.kafkaProduceError(topic),
   });
+  bus.declareTopics(allTopics(config));
   let accepting = true;
   const app = createApp({ config, logger, pool, bus, metrics, accepting: () => accepting, extraRoutes });
   const server = app.listen(config.port, config.host);

@@ -18,16 +18,28 @@ const configSchema = z.object({
     .regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'must be host:port[,host:port…]')
     .default('127.0.0.1:9092'),
   KAFKA_CLIENT_ID: z.string().min(1).default('connect-integration'),
-  KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'letters, digits, . _ - only').default('connect.'),
+  KAFKA_TOPIC_PREFIX: z
+    .string()
+    .regex(/^[a-zA-Z0-9._-]*$/, 'letters, digits, . _ - only')
+    .default('connect.'),
   KAFKA_TOPIC_PARTITIONS: int(6, 1, 1000),
   KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
   RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
-  BODY_LIMIT_BYTES: int(5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+  BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
   HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
   SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
-  WORKERS: z.string().regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names').default(''),
+  INBOUND_BATCH_MAX_TARGETS: int(10_000, 1, 1_000_000),
+  INBOUND_BATCH_MAX_BYTES: int(16 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+  INBOUND_CHUNK_MAX_BYTES: int(512 * 1024, 4096, 3 * 1024 * 1024),
+  INBOUND_MAX_IN_FLIGHT: int(16, 1, 10_000),
+  IMPORT_JOBS_MAX_TAKE: int(200, 1, 10_000),
+  ORPHAN_GRACE_MS: int(30_000, 0, 3_600_000),
+  WORKERS: z
+    .string()
+    .regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names')
+    .default(''),
   WORKER_HEARTBEAT_FILE: z.string().default(''),
 });
 
@@ -47,6 +59,14 @@ export type Config = {
   bodyLimitBytes: number;
   healthCheckTimeoutMs: number;
   shutdownTimeoutMs: number;
+  inboundBatchMaxTargets: number;
+  inboundBatchMaxBytes: number;
+  /** Targets are cut into Kafka messages of at most this many bytes. */
+  inboundChunkMaxBytes: number;
+  inboundMaxInFlight: number;
+  importJobsMaxTake: number;
+  /** How long a worker waits for the edge record a message names before dropping it as an orphan. */
+  orphanGraceMs: number;
   workers: string[];
   /** Touched every 10 s by the worker runner when set (container liveness). */
   workerHeartbeatFile: string;
@@ -81,7 +101,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     healthCheckTimeoutMs: c.HEALTH_CHECK_TIMEOUT_MS,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
-    workers: c.WORKERS.split(',').map((s) => s.trim()).filter(Boolean),
+    inboundBatchMaxTargets: c.INBOUND_BATCH_MAX_TARGETS,
+    inboundBatchMaxBytes: c.INBOUND_BATCH_MAX_BYTES,
+    inboundChunkMaxBytes: c.INBOUND_CHUNK_MAX_BYTES,
+    inboundMaxInFlight: c.INBOUND_MAX_IN_FLIGHT,
+    importJobsMaxTake: c.IMPORT_JOBS_MAX_TAKE,
+    orphanGraceMs: c.ORPHAN_GRACE_MS,
+    workers: c.WORKERS.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     workerHeartbeatFile: c.WORKER_HEARTBEAT_FILE,
   };
 }

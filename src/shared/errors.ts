@@ -37,7 +37,7 @@ export const errorCatalogue = {
   route_not_found: { kind: 'not_found', description: 'No operation exists at this path.' },
   resource_not_found: {
     kind: 'not_found',
-    description: "The addressed resource does not exist or belongs to another tenant or client.",
+    description: 'The addressed resource does not exist or belongs to another tenant or client.',
   },
   method_not_allowed: {
     kind: 'method_not_allowed',
@@ -86,4 +86,10 @@ export class AppError extends Error {
 export const notFound = (what: string) => new AppError('resource_not_found', `${what} was not found.`);
 
 export const unavailable = (what: string, retryAfterSeconds = 5) =>
-  new AppError('service_unavailable', `${what} is unavailable; nothing was accepted. Retry later.`, null, null, retryAfterSeconds);
+  new AppError(
+    'service_unavailable',
+    `${what} is unavailable; nothing was accepted. Retry later.`,
+    null,
+    null,
+    retryAfterSeconds,
+  );

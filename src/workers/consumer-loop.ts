@@ -1,4 +1,5 @@
 import type { BatchContext, ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
+import { PermanentMessageError } from './permanent-error.js';
 import { deadLetterTopic, type WorkerDeps, type WorkerKind } from './worker-kind.js';
 
 export type RetryPolicy = { attempts: number; baseDelayMs: number; maxDelayMs: number };
@@ -10,7 +11,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * The one failure policy for consumers: a batch that throws is retried with exponential
  * backoff; if it still fails, its messages are retried one by one, and a message that keeps
  * failing goes to `<topic>.dlq` (with the error and its origin in headers) before the
- * partition moves on. Nothing is dropped silently.
+ * partition moves on. A PermanentMessageError skips the retries. Nothing is dropped silently.
  */
 export async function runWorkerKind(
   kind: WorkerKind,
@@ -29,6 +30,7 @@ export async function runWorkerKind(
         return null;
       } catch (err) {
         lastError = err instanceof Error ? err : new Error(String(err));
+        if (lastError instanceof PermanentMessageError) return lastError;
         const durationMs = Math.round(performance.now() - started);
         log.warn({ err: lastError, what, attempt, durationMs }, 'worker attempt failed');
         if (ctx.isStopping()) throw lastError; // leave it uncommitted for the next owner
@@ -54,22 +56,26 @@ export async function runWorkerKind(
         },
       },
     ]);
-    log.error({ err: error, origin: `${message.topic}/${message.partition}/${message.offset}` }, 'message dead-lettered');
+    log.error(
+      { err: error, origin: `${message.topic}/${message.partition}/${message.offset}` },
+      'message dead-lettered',
+    );
     await kind.onDeadLetter?.(message, error, deps);
   }
 
   const topics = kind.topics(deps.config);
-  await deps.bus.ensureTopics([
-    ...topics,
-    ...topics.map((t) => ({ topic: deadLetterTopic(t.topic), partitions: 1 })),
-  ]);
+  await deps.bus.ensureTopics([...topics, ...topics.map((t) => ({ topic: deadLetterTopic(t.topic), partitions: 1 }))]);
   await group.run(
     topics.map((t) => t.topic),
     async (messages, ctx) => {
-      const batchError = await withRetries(`batch of ${messages.length}`, () => kind.handleBatch(messages, deps), ctx);
+      const batchError = await withRetries(
+        `batch of ${messages.length}`,
+        () => kind.handleBatch(messages, deps, ctx),
+        ctx,
+      );
       if (!batchError) return;
       for (const message of messages) {
-        const error = await withRetries(`message ${message.offset}`, () => kind.handleBatch([message], deps), ctx);
+        const error = await withRetries(`message ${message.offset}`, () => kind.handleBatch([message], deps, ctx), ctx);
         if (error) await deadLetter(message, error);
         await ctx.heartbeat();
       }

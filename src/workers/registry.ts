@@ -1,7 +1,10 @@
+import { inboundWorker } from './inbound/kind.js';
 import type { WorkerKind } from './worker-kind.js';
 
 /**
  * Every worker kind the runner can host, by name (the names WORKERS accepts).
  * The feature issues add theirs here (inbound, materials, jobs, appointments, …).
  */
-export const workerKinds: Record<string, WorkerKind> = {};
+export const workerKinds: Record<string, WorkerKind> = {
+  inbound: inboundWorker,
+};

@@ -18,7 +18,11 @@ if (unknown.length > 0) {
   process.exit(78);
 }
 try {
-  const workers = await startWorkers(config, logger, names.map((n) => workerKinds[n]!));
+  const workers = await startWorkers(
+    config,
+    logger,
+    names.map((n) => workerKinds[n]!),
+  );
   process.stdout.write(`workers: running ${names.join(', ') || '(no kinds registered)'}\n`);
   onShutdownSignal(logger, config.shutdownTimeoutMs, workers.stop);
 } catch (err) {

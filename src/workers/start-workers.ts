@@ -17,7 +17,9 @@ export async function startWorkers(
 ): Promise<RunningWorkers> {
   const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-workers');
   pool.on('error', (err) => logger.warn({ err }, 'idle postgres connection failed'));
-  const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-workers`,
+  const bus = createKafkaBus({
+    brokers: config.kafkaBrokers,
+    clientId: `${config.kafkaClientId}-workers`,
     produceTimeoutMs: config.kafkaProduceTimeoutMs,
     logger,
   });

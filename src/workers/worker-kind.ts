@@ -1,6 +1,6 @@
 import type { Config } from '../shared/config.js';
 import type { Pool } from '../shared/db/pool.js';
-import type { InboundMessage, MessageBus, TopicSpec } from '../shared/kafka/bus.js';
+import type { BatchContext, InboundMessage, MessageBus, TopicSpec } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
 
 export type WorkerDeps = { config: Config; logger: Logger; pool: Pool; bus: MessageBus };
@@ -17,7 +17,7 @@ export type WorkerKind = {
   /** Topics this kind consumes; created at start if missing. */
   topics(config: Config): TopicSpec[];
   /** Applies a batch from one partition, in offset order. Throwing retries it. */
-  handleBatch(messages: InboundMessage[], deps: WorkerDeps): Promise<void>;
+  handleBatch(messages: InboundMessage[], deps: WorkerDeps, ctx: BatchContext): Promise<void>;
   /** Called after a message was dead-lettered (e.g. to mark its import job failed). */
   onDeadLetter?(message: InboundMessage, error: Error, deps: WorkerDeps): Promise<void>;
 };

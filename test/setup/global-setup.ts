@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
@@ -16,7 +17,8 @@ declare module 'vitest' {
   }
 }
 
-const templateName = 'connect_test_template';
+// One template per checkout, so test runs of two work trees on one server do not collide.
+const templateName = `connect_test_tpl_${createHash('sha1').update(process.cwd()).digest('hex').slice(0, 8)}`;
 
 const dockerAnswers = () => spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
 

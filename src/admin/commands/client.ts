@@ -8,7 +8,11 @@ export const clientCreate: Command<{ tenantId: string; name: string; rateLimitPe
   synopsis: '--tenant <tenantId> --name <name> [--rate-limit <requests per minute>]',
   summary: 'Create an Integration Client of a tenant (no --rate-limit: the gateway default applies).',
   parse(args) {
-    const v = parseOptions(args, { tenant: { type: 'string' }, name: { type: 'string' }, 'rate-limit': { type: 'string' } });
+    const v = parseOptions(args, {
+      tenant: { type: 'string' },
+      name: { type: 'string' },
+      'rate-limit': { type: 'string' },
+    });
     return {
       tenantId: uuidArg(required(v.tenant, 'tenant'), 'tenant'),
       name: nameArg(required(v.name, 'name')),

@@ -45,7 +45,11 @@ export const demo: Command<{ name: string | null }> = {
 
       const itemIds = new Map(demoItems.map((i) => [i.key, randomUUID()]));
       const locationIds = new Map(demoLocations.map((l) => [l.key, randomUUID()]));
-      await insertInventoryItems(tx, tenantId, demoItems.map(({ key, ...item }) => ({ id: itemIds.get(key)!, ...item })));
+      await insertInventoryItems(
+        tx,
+        tenantId,
+        demoItems.map(({ key, ...item }) => ({ id: itemIds.get(key)!, ...item })),
+      );
       await insertInventoryLocations(
         tx,
         tenantId,

@@ -20,7 +20,8 @@ type Expiry = { at: Date } | { inMs: number } | null;
 
 export const keyCreate: Command<{ clientId: string; scopes: Scope[]; expiry: Expiry }> = {
   name: 'key create',
-  synopsis: '--client <clientId> --scopes <scope,scope,…|all|""> [--expires-at <ISO 8601> | --expires-in <30d|12h|15m>]',
+  synopsis:
+    '--client <clientId> --scopes <scope,scope,…|all|""> [--expires-at <ISO 8601> | --expires-in <30d|12h|15m>]',
   summary: 'Create an API key; the key itself is printed this once and only its prefix and SHA-256 are stored.',
   parse(args) {
     const v = parseOptions(args, {

@@ -8,7 +8,8 @@ export const routeScopes: Record<string, Scope> = {
   'GET /api/v1/connect/inventory/balances': 'connect.inventory.read',
   'GET /api/v1/connect/work-orders/{workOrderId}/materials': 'connect.workorders.materials.read',
   'POST /api/v1/connect/work-orders/{workOrderId}/materials': 'connect.workorders.materials.write',
-  'POST /api/v1/connect/work-orders/by-external-id/{externalWorkOrderId}/materials': 'connect.workorders.materials.write',
+  'POST /api/v1/connect/work-orders/by-external-id/{externalWorkOrderId}/materials':
+    'connect.workorders.materials.write',
   'POST /api/connect/jobs': 'connect.jobs.write',
   'POST /api/v1/connect/jobs': 'connect.jobs.write',
   'GET /api/v1/import-jobs': 'import_jobs.read',

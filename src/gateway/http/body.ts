@@ -23,7 +23,11 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   }
   let text: string;
   try {
-    text = await getRawBody(ctx.req, { limit: limitBytes, length: ctx.get('content-length') || undefined, encoding: 'utf-8' });
+    text = await getRawBody(ctx.req, {
+      limit: limitBytes,
+      length: ctx.get('content-length') || undefined,
+      encoding: 'utf-8',
+    });
   } catch (err) {
     const e = err as { type?: string; status?: number };
     if (e.type === 'entity.too.large' || e.status === 413) {

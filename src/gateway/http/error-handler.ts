@@ -22,7 +22,10 @@ export const errorHandler =
       const err = toAppError(thrown);
       const status = statusOfKind[err.kind];
       if (status >= 500 && err.kind === 'internal') {
-        logger.error({ err: thrown, requestId: ctx.state.requestId, correlationId: ctx.state.correlationId }, 'unhandled error');
+        logger.error(
+          { err: thrown, requestId: ctx.state.requestId, correlationId: ctx.state.correlationId },
+          'unhandled error',
+        );
       }
       if (err.retryAfterSeconds !== null) ctx.set('Retry-After', String(err.retryAfterSeconds));
       const shape = ctx.state.connectErrorStatuses?.includes(status) ? 'connect' : 'standard';

@@ -22,9 +22,7 @@ export const connectErrorSchema = z
     error: z.strictObject({
       code: z.string().nullable(),
       message: z.string().nullable(),
-      details: z
-        .array(z.strictObject({ field: z.string().nullable(), message: z.string().nullable() }))
-        .nullable(),
+      details: z.array(z.strictObject({ field: z.string().nullable(), message: z.string().nullable() })).nullable(),
       requestId: z.string().nullable(),
       correlationId: z.string().nullable(),
     }),

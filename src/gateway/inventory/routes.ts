@@ -25,7 +25,14 @@ const list = (
   });
 
 export const inventoryRoutes = (pool: Pool): RouteDefinition[] => [
-  list('/api/v1/connect/inventory/items', 'listInventoryItems', 'Inventory items', inventoryItemSchema, listItems, pool),
+  list(
+    '/api/v1/connect/inventory/items',
+    'listInventoryItems',
+    'Inventory items',
+    inventoryItemSchema,
+    listItems,
+    pool,
+  ),
   list(
     '/api/v1/connect/inventory/locations',
     'listInventoryLocations',

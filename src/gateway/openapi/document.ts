@@ -16,7 +16,7 @@ const errorDescriptions: Record<number, string> = {
   400: 'Invalid request: malformed JSON (invalid_json) or schema violations (validation_failed, per-field errors).',
   401: 'No credential, or a malformed, unknown, revoked or expired one.',
   403: "The credential is valid but lacks the operation's scope (insufficient_scope).",
-  404: 'Not found (resource_not_found); also for another tenant\'s or client\'s objects.',
+  404: "Not found (resource_not_found); also for another tenant's or client's objects.",
   409: 'Conflict (idempotency_conflict).',
   413: 'Body larger than the documented limit (payload_too_large).',
   415: 'Request media type is not application/json, text/json or application/*+json.',
@@ -32,7 +32,9 @@ const idHeaders = {
 };
 const rateLimitHeaders = {
   RateLimit: z.string().meta({ description: 'IETF draft RateLimit: `"client";r=<remaining>;t=<seconds to reset>`.' }),
-  'RateLimit-Policy': z.string().meta({ description: `IETF draft RateLimit-Policy: \`"client";q=<limit>;w=${windowSeconds}\`.` }),
+  'RateLimit-Policy': z
+    .string()
+    .meta({ description: `IETF draft RateLimit-Policy: \`"client";q=<limit>;w=${windowSeconds}\`.` }),
 };
 const retryAfterHeader = { 'Retry-After': z.string().meta({ description: 'Seconds to wait before retrying.' }) };
 
@@ -75,7 +77,12 @@ function operation(route: RouteDefinition): ZodOpenApiOperationObject {
     tags: [route.tag],
     security: route.auth === 'apiKey' ? [{ apiKey: [scope!] }] : [],
     ...(route.params || route.query
-      ? { requestParams: { ...(route.params ? { path: route.params } : {}), ...(route.query ? { query: route.query } : {}) } }
+      ? {
+          requestParams: {
+            ...(route.params ? { path: route.params } : {}),
+            ...(route.query ? { query: route.query } : {}),
+          },
+        }
       : {}),
     ...(route.body ? { requestBody: { required: true, content: content(route.body, acceptedRequestMediaTypes) } } : {}),
     responses,
@@ -91,7 +98,7 @@ function describeService(limits: DocumentLimits): string {
     '',
     '## Authentication',
     'Every `/api/...` operation needs `Authorization: Bearer <API key>` (keys look like `cis_<8 hex>_<43 chars>`). ' +
-      'The operation\'s scope is listed in its security requirement. 401: no, malformed, unknown, revoked or expired ' +
+      "The operation's scope is listed in its security requirement. 401: no, malformed, unknown, revoked or expired " +
       'key; 403: a valid key without the scope. A revoked key stops working within the auth cache TTL (default 5 s).',
     '',
     '## Limits',

@@ -5,7 +5,11 @@ import { defineRoute, type RouteDefinition } from '../routes/route-definition.js
 import type { GatewayMetrics } from './metrics.js';
 
 const livenessSchema = z.strictObject({ status: z.literal('ok'), version: z.string() }).meta({ id: 'LivenessDto' });
-const dependencySchema = z.strictObject({ status: z.enum(['Up', 'Down']), latencyMs: z.number().int(), error: z.string().nullable() });
+const dependencySchema = z.strictObject({
+  status: z.enum(['Up', 'Down']),
+  latencyMs: z.number().int(),
+  error: z.string().nullable(),
+});
 const readinessSchema = z
   .strictObject({
     ready: z.boolean(),
@@ -38,7 +42,8 @@ export const opsRoutes = (deps: OpsDeps): RouteDefinition[] => [
     path: '/readyz',
     operationId: 'getReadiness',
     summary: 'Readiness: PostgreSQL and Kafka answer',
-    description: '200 with ready=true when both dependencies answer, else 503 with ready=false (also while shutting down).',
+    description:
+      '200 with ready=true when both dependencies answer, else 503 with ready=false (also while shutting down).',
     tag: 'Operations',
     auth: 'none',
     responses: {

@@ -40,7 +40,12 @@ export function createRateLimiter(pool: Pool): RateLimiter {
     const policy = `"${policyName}";q=${limit};w=${windowSeconds}`;
     try {
       const res = await limiterFor(limit).consume(clientId, 1);
-      return { allowed: true, limit, retryAfterSeconds: 0, headers: headers(policy, res.remainingPoints, res.msBeforeNext) };
+      return {
+        allowed: true,
+        limit,
+        retryAfterSeconds: 0,
+        headers: headers(policy, res.remainingPoints, res.msBeforeNext),
+      };
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw unavailable('The rate limiter store');
       const retryAfterSeconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));

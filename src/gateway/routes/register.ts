@@ -26,7 +26,9 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
   const router = new Router<GatewayState>();
   for (const route of routes) {
     const scope = scopeOf(route.method, route.path);
-    if (route.auth === 'apiKey' && !scope) throw new Error(`no scope in route-scopes.ts for ${route.method} ${route.path}`);
+    if (route.auth === 'apiKey' && !scope)
+      throw new Error(`no scope in route-scopes.ts for ${route.method} ${route.path}`);
+    let inFlight = 0;
     router[route.method](koaPath(route.path), async (ctx: GatewayContext) => {
       ctx.state.routeTemplate = route.path;
       ctx.state.connectErrorStatuses = route.connectErrorStatuses;
@@ -34,32 +36,59 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
         const client = await deps.authenticate(ctx.get('authorization'));
         ctx.state.client = client;
         if (!client.scopes.has(scope!)) {
-          throw new AppError('insufficient_scope', `This operation needs the scope ${scope}.`, null, { requiredScope: scope });
+          throw new AppError('insufficient_scope', `This operation needs the scope ${scope}.`, null, {
+            requiredScope: scope,
+          });
         }
-        const decision = await deps.rateLimit(client.clientId, client.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute);
+        const decision = await deps.rateLimit(
+          client.clientId,
+          client.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute,
+        );
         ctx.set(decision.headers);
         if (!decision.allowed) throw rateLimitedError(decision);
       }
-      const params = route.params ? parseOrThrow(route.params, ctx.params, 'path') : undefined;
-      const query = route.query ? parseOrThrow(route.query, ctx.query, 'query') : undefined;
-      const body = route.body ? parseOrThrow(route.body, await readJsonBody(ctx, deps.bodyLimitBytes), 'body') : undefined;
-      const result = await route.handler({
-        params,
-        query,
-        body,
-        client: ctx.state.client!,
-        requestId: ctx.state.requestId,
-        correlationId: ctx.state.correlationId,
-        header: (name) => ctx.get(name),
-      });
-      if (result.headers) ctx.set(result.headers);
-      if (typeof result.body === 'string') {
-        ctx.status = result.status;
-        ctx.body = result.body;
-      } else {
-        sendJson(ctx, result.status, result.body);
+      if (route.maxInFlight !== undefined && inFlight >= route.maxInFlight) {
+        throw new AppError(
+          'service_unavailable',
+          'The gateway is at capacity for this operation; retry shortly.',
+          null,
+          null,
+          1,
+        );
+      }
+      inFlight++;
+      try {
+        await handle(ctx, route);
+      } finally {
+        inFlight--;
       }
     });
   }
   return router;
+
+  async function handle(ctx: GatewayContext, route: RouteDefinition) {
+    const params = route.params ? parseOrThrow(route.params, ctx.params, 'path') : undefined;
+    const query = route.query ? parseOrThrow(route.query, ctx.query, 'query') : undefined;
+    let body: unknown;
+    if (route.body || route.parseBody) {
+      const raw = await readJsonBody(ctx, route.bodyLimitBytes ?? deps.bodyLimitBytes);
+      body = route.parseBody ? route.parseBody(raw) : parseOrThrow(route.body!, raw, 'body');
+    }
+    const result = await route.handler({
+      params,
+      query,
+      body,
+      client: ctx.state.client!,
+      requestId: ctx.state.requestId,
+      correlationId: ctx.state.correlationId,
+      header: (name) => ctx.get(name),
+    });
+    if (result.headers) ctx.set(result.headers);
+    if (typeof result.body === 'string') {
+      ctx.status = result.status;
+      ctx.body = result.body;
+    } else {
+      sendJson(ctx, result.status, result.body);
+    }
+  }
 }

@@ -29,6 +29,7 @@ export type RouteDefinition<
   P extends z.ZodType = z.ZodType,
   Q extends z.ZodType = z.ZodType,
   B extends z.ZodType = z.ZodType,
+  BO = z.output<B>,
 > = {
   method: HttpMethod;
   /** OpenAPI path template, e.g. /api/v1/import-jobs/{id}. */
@@ -40,19 +41,29 @@ export type RouteDefinition<
   auth: RouteAuth;
   params?: P;
   query?: Q;
+  /** The documented body; validated with it unless parseBody is given. */
   body?: B;
+  /** Validates the raw JSON body itself (e.g. item by item), instead of `body`. */
+  parseBody?: (raw: unknown) => BO;
   /** Success responses by status. */
   responses: Record<number, ResponseDoc>;
   /** Error statuses this operation documents beyond those every authenticated route has. */
   errorStatuses?: readonly number[];
   /** Statuses answered in the Connect error shape instead of the standard one. */
   connectErrorStatuses?: readonly number[];
+  /** Largest body this operation takes (default BODY_LIMIT_BYTES); 413 beyond. */
+  bodyLimitBytes?: number;
+  /**
+   * Requests of this operation one gateway works on at once; more answer 503 with Retry-After
+   * at once (backpressure instead of an unbounded queue when Kafka or PostgreSQL is slow).
+   */
+  maxInFlight?: number;
   /** Documented response media types; default the JSON trio. */
   responseMediaTypes?: readonly string[];
-  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<HandlerResult>;
+  handler(input: HandlerInput<z.output<P>, z.output<Q>, BO>): Promise<HandlerResult>;
 };
 
 /** Keeps the schema types of one definition tied to its handler's input types. */
-export const defineRoute = <P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
-  def: RouteDefinition<P, Q, B>,
+export const defineRoute = <P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, BO = z.output<B>>(
+  def: RouteDefinition<P, Q, B, BO>,
 ): RouteDefinition => def as unknown as RouteDefinition;

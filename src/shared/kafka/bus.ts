@@ -29,6 +29,8 @@ export interface ConsumerGroup {
 
 export interface MessageBus {
   ensureTopics(topics: TopicSpec[]): Promise<void>;
+  /** Topics produce() makes sure exist (once, on first use) before sending. */
+  declareTopics(topics: TopicSpec[]): void;
   /** Resolves only when every message is acknowledged by all in-sync replicas (acks=all). */
   produce(topic: string, messages: OutboundMessage[]): Promise<void>;
   /** Throws when no broker answers within timeoutMs. */
@@ -58,7 +60,13 @@ function memoConnect(connect: () => Promise<void>): () => Promise<void> {
   };
 }
 
-export function createKafkaBus({ brokers, clientId, logger, onProduceError, produceTimeoutMs = 10_000 }: KafkaOptions): MessageBus {
+export function createKafkaBus({
+  brokers,
+  clientId,
+  logger,
+  onProduceError,
+  produceTimeoutMs = 10_000,
+}: KafkaOptions): MessageBus {
   const log = logger.child({ component: 'kafka' });
   const kafka = new Kafka({ clientId, brokers, logLevel: logLevel.INFO, logCreator: kafkajsLogCreator(log) });
   // The health probe must fail fast, so it gets its own client without retries.
@@ -85,8 +93,15 @@ export function createKafkaBus({ brokers, clientId, logger, onProduceError, prod
   const connectAdmin = memoConnect(() => admin.connect());
   const connectProbe = memoConnect(() => probe.connect());
   const consumers = new Set<Consumer>();
+  const declared: TopicSpec[] = [];
+  let topicsReady: Promise<void> | null = null;
 
-  return {
+  const bus: MessageBus = {
+    declareTopics(topics) {
+      declared.push(...topics);
+      topicsReady = null;
+    },
+
     async ensureTopics(topics) {
       await connectAdmin();
       const existing = new Set(await admin.listTopics());
@@ -105,7 +120,11 @@ export function createKafkaBus({ brokers, clientId, logger, onProduceError, prod
 
     async produce(topic, messages) {
       try {
-        const send = connectProducer().then(() =>
+        topicsReady ??= bus.ensureTopics(declared).catch((err: unknown) => {
+          topicsReady = null;
+          throw err;
+        });
+        const send = Promise.all([connectProducer(), topicsReady]).then(() =>
           producer.send({
             topic,
             acks: -1,
@@ -181,4 +200,5 @@ export function createKafkaBus({ brokers, clientId, logger, onProduceError, prod
       await Promise.allSettled([producer.disconnect(), admin.disconnect(), probe.disconnect()]);
     },
   };
+  return bus;
 }

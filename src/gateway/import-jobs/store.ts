@@ -1,0 +1,59 @@
+import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import type { ImportJobStatus } from '../../shared/inbound/import-job.js';
+import type { ImportJobDto } from './schemas.js';
+
+export const importJobColumns = `id, kind, status, source_system, external_batch_id, received_count, accepted_count,
+  rejected_count, applied_count, failed_count, errors, errors_omitted, failure_reason, created_at, updated_at,
+  started_at, completed_at`;
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function toImportJobDto(r: Record<string, any>): ImportJobDto {
+  return {
+    importJobId: Number(r.id),
+    kind: r.kind,
+    status: r.status,
+    sourceSystem: r.source_system,
+    externalBatchId: r.external_batch_id,
+    counts: {
+      received: r.received_count,
+      accepted: r.accepted_count,
+      rejected: r.rejected_count,
+      applied: r.applied_count,
+      failed: r.failed_count,
+    },
+    errors: r.errors,
+    errorsOmitted: r.errors_omitted,
+    failureReason: r.failure_reason,
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at)!,
+    startedAt: iso(r.started_at),
+    completedAt: iso(r.completed_at),
+  };
+}
+
+export async function findImportJob(db: Pool | PoolClient, clientId: string, id: string): Promise<ImportJobDto | null> {
+  const { rows } = await db.query(`SELECT ${importJobColumns} FROM import_jobs WHERE id = $1 AND client_id = $2`, [
+    id,
+    clientId,
+  ]);
+  return rows[0] ? toImportJobDto(rows[0]) : null;
+}
+
+export async function listImportJobs(
+  pool: Pool,
+  clientId: string,
+  filter: { status?: ImportJobStatus; sourceSystem?: string; skip: number; take: number },
+): Promise<{ items: ImportJobDto[]; total: number }> {
+  const where = `client_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR source_system = $3)`;
+  const values = [clientId, filter.status ?? null, filter.sourceSystem ?? null];
+  const [page, count] = await Promise.all([
+    pool.query(`SELECT ${importJobColumns} FROM import_jobs WHERE ${where} ORDER BY id DESC OFFSET $4 LIMIT $5`, [
+      ...values,
+      filter.skip,
+      filter.take,
+    ]),
+    pool.query(`SELECT count(*)::int AS total FROM import_jobs WHERE ${where}`, values),
+  ]);
+  return { items: page.rows.map(toImportJobDto), total: count.rows[0].total };
+}

@@ -1,0 +1,86 @@
+import type { Config } from '../../shared/config.js';
+import type { Pool } from '../../shared/db/pool.js';
+import { AppError } from '../../shared/errors.js';
+import { chunkMessageType, chunkMessageVersion, type ChunkPayload } from '../../shared/inbound/chunk-message.js';
+import type { MessageBus } from '../../shared/kafka/bus.js';
+import { topicNames } from '../../shared/kafka/topics.js';
+import { envelope } from '../../shared/messages.js';
+import type { AuthenticatedClient } from '../auth/authenticate.js';
+import { recordThenProduce } from '../edge/record-then-produce.js';
+import { toImportJobDto } from '../import-jobs/store.js';
+import type { ImportJobDto } from '../import-jobs/schemas.js';
+import { cutIntoChunks } from './chunks.js';
+import { findImportJobByKey, insertImportJob } from './store.js';
+import type { ValidatedTargets } from './validate-targets.js';
+
+export type IngestRequest = {
+  kind: 'Single' | 'Batch';
+  sourceSystem: string;
+  externalBatchId: string | null;
+  /** Idempotency-Key header, else externalBatchId, namespaced so the two never collide. */
+  idempotencyKey: string | null;
+  requestHash: Buffer;
+  received: number;
+  targets: ValidatedTargets;
+};
+
+export type IngestResult = ImportJobDto & { idempotentReplay: boolean };
+
+/** Records the import job and produces its chunks (see recordThenProduce); replays answer the same job. */
+export function ingestTargets(
+  deps: { pool: Pool; bus: MessageBus; config: Config },
+  client: AuthenticatedClient,
+  ids: { requestId: string; correlationId: string },
+  req: IngestRequest,
+): Promise<IngestResult> {
+  const chunks = cutIntoChunks(req.targets.accepted, deps.config.inboundChunkMaxBytes);
+  return recordThenProduce<IngestResult>(deps.pool, deps.bus, async (tx) => {
+    const row = await insertImportJob(tx, {
+      tenantId: client.tenantId,
+      clientId: client.clientId,
+      kind: req.kind,
+      sourceSystem: req.sourceSystem,
+      externalBatchId: req.externalBatchId,
+      idempotencyKey: req.idempotencyKey,
+      requestHash: req.requestHash,
+      received: req.received,
+      accepted: req.targets.accepted.length,
+      rejected: req.targets.rejectedCount,
+      chunkCount: chunks.length,
+      errors: req.targets.errors,
+      errorsOmitted: req.targets.errorsOmitted,
+    });
+    if (!row) {
+      const existing = (await findImportJobByKey(tx, client.clientId, req.idempotencyKey!))!;
+      if (!existing.request_hash.equals(req.requestHash)) {
+        throw new AppError(
+          'idempotency_conflict',
+          'This idempotency key was already used with a different body; use a new key for a new request.',
+          null,
+          { importJobId: Number(existing.id) },
+        );
+      }
+      return { result: { ...toImportJobDto(existing), idempotentReplay: true } };
+    }
+    const importJobId = String(row.id);
+    const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
+    const messages = chunks.map((items, chunkIndex) => {
+      const payload: ChunkPayload = {
+        importJobId,
+        sourceSystem: req.sourceSystem,
+        chunkIndex,
+        chunkCount: chunks.length,
+        items,
+      };
+      return {
+        key: importJobId,
+        value: JSON.stringify(envelope(chunkMessageType, chunkMessageVersion, meta, payload)),
+        headers: { 'message-type': chunkMessageType, 'message-version': String(chunkMessageVersion) },
+      };
+    });
+    return {
+      result: { ...toImportJobDto(row), idempotentReplay: false },
+      produce: { topic: topicNames(deps.config).inboundTargets, messages },
+    };
+  });
+}

@@ -1,0 +1,116 @@
+import type { Config } from '../../shared/config.js';
+import type { Pool } from '../../shared/db/pool.js';
+import { AppError } from '../../shared/errors.js';
+import { inboundTargetSchema, targetItemSchema } from '../../shared/inbound/target-schema.js';
+import type { MessageBus } from '../../shared/kafka/bus.js';
+import { requestHash } from '../../shared/request-hash.js';
+import { parseOrThrow } from '../http/validate.js';
+import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
+import { ingestTargets, type IngestRequest } from './ingest.js';
+import {
+  batchEnvelopeSchema,
+  idempotencyKeyHeader,
+  inboundImportResultSchema,
+  inboundTargetBatchSchema,
+} from './schemas.js';
+import { validateTargets } from './validate-targets.js';
+
+type Deps = { pool: Pool; bus: MessageBus; config: Config };
+
+const idempotencyDescription =
+  'Idempotency: send an Idempotency-Key header (1–200 visible ASCII characters; for a batch, externalBatchId ' +
+  'serves when the header is absent). The same key with the same body answers 200 with the same import job ' +
+  '(idempotentReplay=true, current status) and queues nothing again; the same key with a different body is a 409. ' +
+  'Keys are kept as long as the import job.';
+
+function idempotencyKey(header: string, externalBatchId: string | null): string | null {
+  const key = parseOrThrow(idempotencyKeyHeader, header || undefined, 'Idempotency-Key');
+  if (key) return `header:${key}`;
+  return externalBatchId ? `batch:${externalBatchId}` : null;
+}
+
+const responses = {
+  200: {
+    description: 'Accepted (in whole or in part) and queued; poll GET /api/v1/import-jobs/{id}.',
+    schema: inboundImportResultSchema,
+  },
+};
+
+export function inboundRoutes(deps: Deps): RouteDefinition[] {
+  const { config } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/inbound/targets',
+      operationId: 'pushInboundTarget',
+      summary: 'Push one target',
+      description: `Creates an import job of one target. An invalid target is a 400 (nothing queued). ${idempotencyDescription}`,
+      tag: 'Inbound targets',
+      auth: 'apiKey',
+      body: inboundTargetSchema,
+      errorStatuses: [409],
+      maxInFlight: config.inboundMaxInFlight,
+      parseBody(raw): IngestRequest {
+        const { sourceSystem, ...fields } = parseOrThrow(inboundTargetSchema, raw, 'body');
+        return {
+          kind: 'Single',
+          sourceSystem,
+          externalBatchId: null,
+          idempotencyKey: null,
+          requestHash: requestHash(raw),
+          received: 1,
+          targets: { accepted: [{ index: 0, target: fields }], rejectedCount: 0, errors: [], errorsOmitted: 0 },
+        };
+      },
+      responses,
+      async handler({ body, client, header, requestId, correlationId }) {
+        const req = { ...body, idempotencyKey: idempotencyKey(header('idempotency-key'), null) };
+        return { status: 200, body: await ingestTargets(deps, client, { requestId, correlationId }, req) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/inbound/targets/batch',
+      operationId: 'pushInboundTargetBatch',
+      summary: 'Push a batch of targets',
+      description:
+        `Partial acceptance: each target is validated on its own. Valid targets are queued in one import job; ` +
+        `invalid ones are rejected and listed in errors (index, externalId, field, message). A batch with no valid ` +
+        `target, or an invalid envelope, is a 400 and queues nothing. At most ${config.inboundBatchMaxTargets} targets ` +
+        `and ${config.inboundBatchMaxBytes} bytes (413 beyond). A target sent twice (same sourceSystem and externalId) ` +
+        `ends as one target holding the later data. ${idempotencyDescription}`,
+      tag: 'Inbound targets',
+      auth: 'apiKey',
+      body: inboundTargetBatchSchema(config.inboundBatchMaxTargets),
+      bodyLimitBytes: config.inboundBatchMaxBytes,
+      errorStatuses: [409, 413],
+      maxInFlight: config.inboundMaxInFlight,
+      parseBody(raw): IngestRequest {
+        const count = (raw as { targets?: unknown } | null)?.targets;
+        if (Array.isArray(count) && count.length > config.inboundBatchMaxTargets) {
+          throw new AppError(
+            'payload_too_large',
+            `A batch holds at most ${config.inboundBatchMaxTargets} targets; this one has ${count.length}.`,
+            null,
+            { maxTargets: config.inboundBatchMaxTargets, targets: count.length },
+          );
+        }
+        const batch = parseOrThrow(batchEnvelopeSchema, raw, 'body');
+        return {
+          kind: 'Batch',
+          sourceSystem: batch.sourceSystem,
+          externalBatchId: batch.externalBatchId ?? null,
+          idempotencyKey: null,
+          requestHash: requestHash(raw),
+          received: batch.targets.length,
+          targets: validateTargets(batch.targets, targetItemSchema, 'targets'),
+        };
+      },
+      responses,
+      async handler({ body, client, header, requestId, correlationId }) {
+        const req = { ...body, idempotencyKey: idempotencyKey(header('idempotency-key'), body.externalBatchId) };
+        return { status: 200, body: await ingestTargets(deps, client, { requestId, correlationId }, req) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,51 @@
+import type { z } from 'zod';
+import { AppError } from '../../shared/errors.js';
+import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
+import type { TargetFields } from '../../shared/inbound/target-schema.js';
+import { fieldName, toFieldErrors } from '../http/validate.js';
+
+export type ValidatedTargets = {
+  accepted: { index: number; target: TargetFields }[];
+  rejectedCount: number;
+  /** The first maxStoredItemErrors item errors; the rest are counted. */
+  errors: ItemError[];
+  errorsOmitted: number;
+};
+
+/**
+ * Partial acceptance: each target is validated on its own; valid ones are accepted, invalid
+ * ones are rejected with per-field errors. A request with no valid target is a 400.
+ */
+export function validateTargets(
+  items: readonly unknown[],
+  schema: z.ZodType<TargetFields>,
+  root: string,
+): ValidatedTargets {
+  const out: ValidatedTargets = { accepted: [], rejectedCount: 0, errors: [], errorsOmitted: 0 };
+  const fieldErrors: Record<string, string[]> = {};
+  items.forEach((item, index) => {
+    const parsed = schema.safeParse(item);
+    if (parsed.success) {
+      out.accepted.push({ index, target: parsed.data });
+      return;
+    }
+    out.rejectedCount++;
+    const raw = (item as { externalId?: unknown } | null)?.externalId;
+    const externalId = typeof raw === 'string' ? raw : null;
+    for (const [field, messages] of Object.entries(toFieldErrors(parsed.error, ''))) {
+      for (const message of messages) {
+        if (out.errors.length < maxStoredItemErrors)
+          out.errors.push({ index, externalId, field: field || null, message });
+        else out.errorsOmitted++;
+        const path = field ? `${root}${fieldName([index])}.${field}` : `${root}${fieldName([index])}`;
+        if (Object.keys(fieldErrors).length < maxStoredItemErrors) (fieldErrors[path] ??= []).push(message);
+      }
+    }
+  });
+  if (out.accepted.length === 0) {
+    throw new AppError('validation_failed', 'No target in the request is valid; nothing was accepted.', fieldErrors, {
+      rejected: out.rejectedCount,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,104 @@
+// Cheapest insertion, priority tier by tier: repeatedly insert the (target, route, position) with
+// the smallest extra distance among feasible ones. Each target caches its best position per route;
+// inserting into a route only adds two edges there, and only delays / tightens times, so an old
+// position can turn infeasible but never feasible: a cache entry is re-scanned only when its edge
+// was split or went infeasible. That keeps 2,000 candidates affordable.
+import type { Problem } from './problem.js';
+import type { Route } from './schedule.js';
+
+/** Inserts what fits into `routes`; returns the nodes that fit nowhere, in node order. */
+export function insertCheapest(p: Problem, routes: Route[], candidates: readonly number[]): number[] {
+  const tiers = new Map<number, number[]>();
+  for (const k of [...candidates].sort((a, b) => a - b)) {
+    const prio = p.priority[k]!;
+    const tier = tiers.get(prio);
+    if (tier) tier.push(k);
+    else tiers.set(prio, [k]);
+  }
+  const left: number[] = [];
+  for (const prio of [...tiers.keys()].sort((a, b) => b - a)) left.push(...insertTier(routes, tiers.get(prio)!));
+  return left.sort((a, b) => a - b);
+}
+
+function bestIn(route: Route, k: number): [cost: number, pos: number] {
+  let best = Infinity;
+  let bestPos = -1;
+  if (route.full) return [best, bestPos];
+  for (let pos = 0; pos <= route.length; pos++) {
+    const c = route.insertionCost(k, pos);
+    if (c < best) {
+      best = c;
+      bestPos = pos;
+    }
+  }
+  return [best, bestPos];
+}
+
+function insertTier(routes: Route[], tier: readonly number[]): number[] {
+  const m = tier.length;
+  const r = routes.length;
+  const cost = new Float64Array(m * r);
+  const pos = new Int32Array(m * r);
+  const active = new Uint8Array(m).fill(1);
+  for (let c = 0; c < m; c++) {
+    for (let j = 0; j < r; j++) [cost[c * r + j], pos[c * r + j]] = bestIn(routes[j]!, tier[c]!);
+  }
+  for (;;) {
+    let best = Infinity;
+    let bc = -1;
+    let br = -1;
+    for (let c = 0; c < m; c++) {
+      if (!active[c]) continue;
+      for (let j = 0; j < r; j++) {
+        if (cost[c * r + j]! < best) {
+          best = cost[c * r + j]!;
+          bc = c;
+          br = j;
+        }
+      }
+    }
+    if (bc < 0) break;
+    const route = routes[br]!;
+    const q = pos[bc * r + br]!;
+    route.insert(tier[bc]!, q);
+    active[bc] = 0;
+    for (let c = 0; c < m; c++) {
+      if (!active[c]) continue;
+      const e = c * r + br;
+      const k = tier[c]!;
+      if (route.full) {
+        cost[e] = Infinity;
+        continue;
+      }
+      let bestCost = Infinity;
+      let bestPos = -1;
+      if (cost[e] !== Infinity) {
+        const old = pos[e]!;
+        if (old === q) {
+          [cost[e], pos[e]] = bestIn(route, k);
+          continue;
+        }
+        const moved = old > q ? old + 1 : old;
+        bestCost = route.insertionCost(k, moved);
+        if (bestCost === Infinity) {
+          [cost[e], pos[e]] = bestIn(route, k);
+          continue;
+        }
+        bestPos = moved;
+      }
+      // The two edges created by the insertion; ties go to the lower position, as in bestIn.
+      for (const at of [q, q + 1]) {
+        const cNew = route.insertionCost(k, at);
+        if (cNew < bestCost || (cNew === bestCost && cNew !== Infinity && at < bestPos)) {
+          bestCost = cNew;
+          bestPos = at;
+        }
+      }
+      cost[e] = bestCost;
+      pos[e] = bestPos;
+    }
+  }
+  const left: number[] = [];
+  for (let c = 0; c < m; c++) if (active[c]) left.push(tier[c]!);
+  return left;
+}

@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { envelopeSchema } from '../messages.js';
+import { targetFieldsSchema } from './target-schema.js';
+
+// inbound.targets.chunk v1: a slice of one import job's accepted targets, in item order.
+export const chunkMessageType = 'inbound.targets.chunk';
+export const chunkMessageVersion = 1;
+
+export const chunkPayloadSchema = z.object({
+  importJobId: z.string().regex(/^\d+$/),
+  sourceSystem: z.string(),
+  chunkIndex: z.number().int().min(0),
+  chunkCount: z.number().int().min(1),
+  /** Each accepted target with its index in the request (0-based; 0 for a single target). */
+  items: z.array(z.object({ index: z.number().int().min(0), target: targetFieldsSchema })).min(1),
+});
+
+export type ChunkPayload = z.infer<typeof chunkPayloadSchema>;
+
+export const chunkMessageSchema = envelopeSchema.extend({
+  type: z.literal(chunkMessageType),
+  version: z.literal(chunkMessageVersion),
+  payload: chunkPayloadSchema,
+});

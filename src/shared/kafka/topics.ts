@@ -1,0 +1,27 @@
+import type { Config } from '../config.js';
+import type { TopicSpec } from './bus.js';
+
+// Every topic the service produces to, by purpose. Names carry KAFKA_TOPIC_PREFIX; each worker
+// kind consumes one of them and dead-letters into `<topic>.dlq` (see workers/worker-kind.ts).
+
+export const topicNames = (config: Pick<Config, 'kafkaTopicPrefix'>) => ({
+  /** Chunks of inbound targets, keyed by import job id (a job's chunks stay in order). */
+  inboundTargets: `${config.kafkaTopicPrefix}inbound.targets`,
+});
+
+export type TopicName = keyof ReturnType<typeof topicNames>;
+
+export function topicSpec(
+  config: Pick<Config, 'kafkaTopicPrefix' | 'kafkaTopicPartitions'>,
+  name: TopicName,
+): TopicSpec {
+  return {
+    topic: topicNames(config)[name],
+    partitions: config.kafkaTopicPartitions,
+    // Room for a chunk of targets (the gateway cuts chunks well below this).
+    configs: { 'max.message.bytes': String(4 * 1024 * 1024) },
+  };
+}
+
+export const allTopics = (config: Pick<Config, 'kafkaTopicPrefix' | 'kafkaTopicPartitions'>): TopicSpec[] =>
+  (Object.keys(topicNames(config)) as TopicName[]).map((name) => topicSpec(config, name));

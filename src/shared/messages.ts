@@ -1,0 +1,26 @@
+import { z } from 'zod';
+
+// The versioned envelope every Kafka message of ours carries. `type` + `version` select the
+// payload schema; the ids assigned at the edge travel with it, so workers never invent ids.
+export const envelopeSchema = z.object({
+  type: z.string(),
+  version: z.number().int(),
+  tenantId: z.uuid(),
+  clientId: z.uuid(),
+  /** When the gateway produced it (ISO 8601); workers use it to judge orphans. */
+  producedAt: z.iso.datetime(),
+  requestId: z.string().nullable(),
+  correlationId: z.string().nullable(),
+  payload: z.unknown(),
+});
+
+export type Envelope<P> = Omit<z.infer<typeof envelopeSchema>, 'payload'> & { payload: P };
+
+export function envelope<P>(
+  type: string,
+  version: number,
+  ids: { tenantId: string; clientId: string; requestId: string | null; correlationId: string | null },
+  payload: P,
+): Envelope<P> {
+  return { type, version, ...ids, producedAt: new Date().toISOString(), payload };
+}

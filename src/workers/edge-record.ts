@@ -1,0 +1,32 @@
+import type { PoolClient } from '../shared/db/pool.js';
+import type { Logger } from '../shared/logger.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits for the edge record a message names. The gateway commits its record only after Kafka
+ * acknowledged the message, so a worker can see the message a moment before the row: wait up to
+ * graceMs after producedAt. Still missing then → the gateway rolled back (it answered 503, or
+ * crashed before answering): an orphan, which is skipped. Returns the locked row or null.
+ */
+export async function awaitEdgeRecord<R>(
+  load: () => Promise<R | null>,
+  producedAt: string,
+  graceMs: number,
+  heartbeat: () => Promise<void>,
+  log: Logger,
+  what: string,
+): Promise<R | null> {
+  for (;;) {
+    const row = await load();
+    if (row) return row;
+    if (Date.now() - Date.parse(producedAt) > graceMs) {
+      log.warn({ what, producedAt }, 'orphan message skipped: its edge record never committed');
+      return null;
+    }
+    await sleep(250);
+    await heartbeat();
+  }
+}
+
+export type { PoolClient };

@@ -1,0 +1,73 @@
+import type { Pool } from '../../shared/db/pool.js';
+import { inTransaction } from '../../shared/db/pool.js';
+import type { ChunkPayload } from '../../shared/inbound/chunk-message.js';
+import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
+import type { Envelope } from '../../shared/messages.js';
+import { claimChunk, finishChunk, lockJob, upsertTargets } from './sql.js';
+
+type Chunk = Envelope<ChunkPayload>;
+export type ChunkOutcome = 'applied' | 'duplicate' | 'orphan';
+
+/** Row shape of jsonb_to_recordset in upsertTargets; the last item of an external id wins. */
+function recordsOf(chunk: ChunkPayload) {
+  const latest = new Map<string, ChunkPayload['items'][number]>();
+  for (const item of chunk.items) latest.set(item.target.externalId, item);
+  return [...latest.values()].map(({ index, target: t }) => ({
+    external_id: t.externalId,
+    name: t.name,
+    address: t.address ?? null,
+    latitude: t.coordinates?.latitude ?? null,
+    longitude: t.coordinates?.longitude ?? null,
+    time_windows: t.timeWindows ?? [],
+    service_duration_minutes: t.serviceDurationMinutes ?? null,
+    priority: t.priority ?? null,
+    tags: t.tags ?? [],
+    metadata: t.metadata ?? {},
+    item_index: index,
+  }));
+}
+
+/**
+ * Applies one chunk in one transaction: lock the job, claim the chunk in the ledger (a
+ * redelivered chunk finds its claim and changes nothing), upsert its targets, count it.
+ * A crash anywhere before COMMIT leaves no trace; after it, the claim makes redelivery a no-op.
+ */
+export async function applyChunk(
+  pool: Pool,
+  chunk: Chunk,
+  awaitJob: (load: () => Promise<unknown>) => Promise<unknown>,
+): Promise<ChunkOutcome> {
+  const { importJobId, chunkIndex, items, sourceSystem } = chunk.payload;
+  return inTransaction(pool, async (tx) => {
+    const job = await awaitJob(async () => (await tx.query(lockJob, [importJobId, chunk.tenantId])).rows[0] ?? null);
+    if (!job) return 'orphan';
+    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, items.length, 0]);
+    if (claimed.rowCount === 0) return 'duplicate';
+    await tx.query(upsertTargets, [
+      chunk.tenantId,
+      sourceSystem,
+      importJobId,
+      JSON.stringify(recordsOf(chunk.payload)),
+    ]);
+    await tx.query(finishChunk, [importJobId, items.length, 0, null, null, maxStoredItemErrors]);
+    return 'applied';
+  });
+}
+
+/** Marks a dead-lettered chunk as failed, once: its items count as failed, with the reason. */
+export async function failChunk(pool: Pool, chunk: Chunk, reason: string): Promise<void> {
+  const { importJobId, chunkIndex, items } = chunk.payload;
+  await inTransaction(pool, async (tx) => {
+    const job = (await tx.query(lockJob, [importJobId, chunk.tenantId])).rows[0];
+    if (!job) return;
+    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, 0, items.length]);
+    if (claimed.rowCount === 0) return;
+    const error: ItemError = {
+      index: items[0]!.index,
+      externalId: null,
+      field: null,
+      message: `${items.length} targets (items ${items[0]!.index}–${items.at(-1)!.index}) could not be applied: ${reason}`,
+    };
+    await tx.query(finishChunk, [importJobId, 0, items.length, JSON.stringify([error]), reason, maxStoredItemErrors]);
+  });
+}

@@ -1,0 +1,44 @@
+import { chunkMessageSchema } from '../../shared/inbound/chunk-message.js';
+import { topicSpec } from '../../shared/kafka/topics.js';
+import { decodeMessage } from '../decode.js';
+import { awaitEdgeRecord } from '../edge-record.js';
+import type { WorkerKind } from '../worker-kind.js';
+import { applyChunk, failChunk } from './apply-chunk.js';
+
+/** Applies inbound target chunks into `targets` and advances their import jobs. */
+export const inboundWorker: WorkerKind = {
+  name: 'inbound',
+  groupId: 'inbound',
+  topics: (config) => [topicSpec(config, 'inboundTargets')],
+  async handleBatch(messages, deps, ctx) {
+    const log = deps.logger.child({ worker: 'inbound' });
+    for (const message of messages) {
+      const chunk = decodeMessage(message, chunkMessageSchema);
+      const outcome = await applyChunk(deps.pool, chunk, (load) =>
+        awaitEdgeRecord(
+          load,
+          chunk.producedAt,
+          deps.config.orphanGraceMs,
+          ctx.heartbeat,
+          log,
+          `import job ${chunk.payload.importJobId}`,
+        ),
+      );
+      if (outcome !== 'applied')
+        log.debug(
+          { importJobId: chunk.payload.importJobId, chunk: chunk.payload.chunkIndex, outcome },
+          'chunk skipped',
+        );
+      await ctx.heartbeat();
+    }
+  },
+  async onDeadLetter(message, error, deps) {
+    let chunk;
+    try {
+      chunk = decodeMessage(message, chunkMessageSchema);
+    } catch {
+      return; // undecodable: no job to mark; the dead-letter topic keeps it
+    }
+    await failChunk(deps.pool, chunk, error.message);
+  },
+};

@@ -1,0 +1,47 @@
+// Set-based statements of the inbound worker, kept apart from the logic.
+
+/** Locks the job row: chunks of one job apply one at a time, and counters add up exactly. */
+export const lockJob = `SELECT id, chunk_count, chunks_done FROM import_jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE`;
+
+/** The ledger row; no row back means this chunk was applied (or failed) before: skip it. */
+export const claimChunk = `
+  INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count)
+  VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING chunk_index`;
+
+/** One statement for the whole chunk; a row only takes data from a later (job, item). */
+export const upsertTargets = `
+  INSERT INTO targets AS t (tenant_id, source_system, external_id, name, address, latitude, longitude, time_windows,
+                            service_duration_minutes, priority, tags, metadata, last_import_job_id, last_item_index)
+  SELECT $1, $2, r.external_id, r.name, r.address, r.latitude, r.longitude, coalesce(r.time_windows, '[]'),
+         r.service_duration_minutes, r.priority, coalesce(r.tags, '{}'), coalesce(r.metadata, '{}'), $3, r.item_index
+    FROM jsonb_to_recordset($4::jsonb) AS r(external_id text, name text, address jsonb, latitude float8,
+         longitude float8, time_windows jsonb, service_duration_minutes int, priority int, tags text[],
+         metadata jsonb, item_index int)
+  ON CONFLICT (tenant_id, source_system, external_id) DO UPDATE SET
+    name = EXCLUDED.name, address = EXCLUDED.address, latitude = EXCLUDED.latitude, longitude = EXCLUDED.longitude,
+    time_windows = EXCLUDED.time_windows, service_duration_minutes = EXCLUDED.service_duration_minutes,
+    priority = EXCLUDED.priority, tags = EXCLUDED.tags, metadata = EXCLUDED.metadata,
+    last_import_job_id = EXCLUDED.last_import_job_id, last_item_index = EXCLUDED.last_item_index, updated_at = now()
+  WHERE (t.last_import_job_id, t.last_item_index) < (EXCLUDED.last_import_job_id, EXCLUDED.last_item_index)`;
+
+/**
+ * Counts a finished chunk ($2 applied, $3 failed) and moves the status; $4 is an item error to
+ * append (or null) and $5 a failure reason (or null). Errors stay bounded at $6 entries.
+ */
+export const finishChunk = `
+  UPDATE import_jobs SET
+    applied_count = applied_count + $2,
+    failed_count = failed_count + $3,
+    chunks_done = chunks_done + 1,
+    errors = CASE WHEN $4::jsonb IS NULL OR jsonb_array_length(errors) >= $6 THEN errors ELSE errors || $4::jsonb END,
+    errors_omitted = errors_omitted + CASE WHEN $4::jsonb IS NOT NULL AND jsonb_array_length(errors) >= $6 THEN 1 ELSE 0 END,
+    failure_reason = coalesce(failure_reason, $5),
+    status = CASE
+      WHEN chunks_done + 1 < chunk_count THEN 'Processing'
+      WHEN applied_count + $2 = 0 THEN 'Failed'
+      WHEN rejected_count > 0 OR failed_count + $3 > 0 THEN 'CompletedWithErrors'
+      ELSE 'Completed' END,
+    started_at = coalesce(started_at, now()),
+    completed_at = CASE WHEN chunks_done + 1 >= chunk_count THEN now() END,
+    updated_at = now()
+  WHERE id = $1`;
