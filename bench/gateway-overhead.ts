@@ -63,7 +63,9 @@ try {
   const gateway = await startGateway(config, createLogger('silent', 'bench'));
   const key = tenant.clients.all!.apiKey;
   const get = (path: string, auth = true) =>
-    fetch(`${gateway.url}${path}`, { headers: auth ? { authorization: `Bearer ${key}` } : {} }).then((r) => r.arrayBuffer());
+    fetch(`${gateway.url}${path}`, { headers: auth ? { authorization: `Bearer ${key}` } : {} }).then((r) =>
+      r.arrayBuffer(),
+    );
   await measure(500, 8, () => get('/livez', false)); // warm-up
   console.log('\nHTTP through the gateway, 4000 requests, 16 concurrent');
   const livez = await measure(4000, 16, () => get('/livez', false));

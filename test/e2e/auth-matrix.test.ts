@@ -21,7 +21,10 @@ beforeAll(async () => {
   const revoked = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
   await revokeKey(suite.pool, revoked.keyId);
   keys.revoked = revoked.apiKey;
-  const expired = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all', ['--expires-at', '2020-01-01T00:00:00Z']);
+  const expired = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all', [
+    '--expires-at',
+    '2020-01-01T00:00:00Z',
+  ]);
   keys.expired = expired.apiKey;
 });
 
@@ -44,7 +47,11 @@ describe('authentication and scopes on every integration operation', () => {
 
   const cases: [name: string, headers: () => Record<string, string>, code: string][] = [
     ['no credential', () => ({}), 'missing_credential'],
-    ['a non-bearer scheme', () => ({ authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }), 'malformed_credential'],
+    [
+      'a non-bearer scheme',
+      () => ({ authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }),
+      'malformed_credential',
+    ],
     ['a malformed key', () => bearer('not-a-key'), 'malformed_credential'],
     ['an unknown key', () => bearer(generateApiKey().key), 'invalid_credential'],
     ['a revoked key', () => bearer(keys.revoked!), 'revoked_credential'],
@@ -66,15 +73,27 @@ describe('authentication and scopes on every integration operation', () => {
   it('answers 403 to a valid key without the scope, and 200 with exactly that scope', async () => {
     for (const op of operations()) {
       const req = validRequests[op.operationId]!;
-      const none = await suite.api.request(req.method, req.path, { headers: bearer(suite.demo.clients.none!.apiKey), body: req.body });
+      const none = await suite.api.request(req.method, req.path, {
+        headers: bearer(suite.demo.clients.none!.apiKey),
+        body: req.body,
+      });
       expect(none.status, op.operationId).toBe(403);
       expect(none.body.error.code).toBe('insufficient_scope');
       const otherScope = Object.keys(suite.demo.clients).find((s) => s !== op.scope && s !== 'all' && s !== 'none')!;
-      const other = await suite.api.request(req.method, req.path, { headers: bearer(suite.demo.clients[otherScope]!.apiKey), body: req.body });
+      const other = await suite.api.request(req.method, req.path, {
+        headers: bearer(suite.demo.clients[otherScope]!.apiKey),
+        body: req.body,
+      });
       expect(other.status, `${op.operationId} with ${otherScope}`).toBe(403);
-      const ok = await suite.api.request(req.method, req.path, { headers: bearer(suite.demo.clients[op.scope]!.apiKey), body: req.body });
+      const ok = await suite.api.request(req.method, req.path, {
+        headers: bearer(suite.demo.clients[op.scope]!.apiKey),
+        body: req.body,
+      });
       expect(ok.status, op.operationId).toBe(200);
-      const all = await suite.api.request(req.method, req.path, { headers: bearer(suite.demo.clients.all!.apiKey), body: req.body });
+      const all = await suite.api.request(req.method, req.path, {
+        headers: bearer(suite.demo.clients.all!.apiKey),
+        body: req.body,
+      });
       expect(all.status, op.operationId).toBe(200);
     }
   });
@@ -99,6 +118,8 @@ describe('authentication and scopes on every integration operation', () => {
     expect(text.toLowerCase()).not.toContain('bearer ');
     const line = lines.filter((l) => l.route === '/api/v1/connect/inventory/items' && l.status === 200).at(-1)!;
     expect(line).toMatchObject({ clientId: suite.demo.clients.all!.clientId, method: 'GET' });
-    expect(Object.keys(line)).toEqual(expect.arrayContaining(['requestId', 'correlationId', 'clientId', 'route', 'status', 'durationMs']));
+    expect(Object.keys(line)).toEqual(
+      expect.arrayContaining(['requestId', 'correlationId', 'clientId', 'route', 'status', 'durationMs']),
+    );
   });
 });

@@ -15,7 +15,9 @@ afterAll(() => kafka?.destroy());
 const suite = useGatewaySuite({ env: () => ({ KAFKA_BROKERS: kafka.brokers, HEALTH_CHECK_TIMEOUT_MS: '1500' }) });
 
 const health = async () => {
-  const res = await suite.api.get('/api/v1/integration/health', { headers: bearer(suite.demo.clients['integration.health.read']!.apiKey) });
+  const res = await suite.api.get('/api/v1/integration/health', {
+    headers: bearer(suite.demo.clients['integration.health.read']!.apiKey),
+  });
   expect(res.status).toBe(200);
   return res.body;
 };
@@ -38,7 +40,10 @@ describe('health and readiness', () => {
     await kafka.stop();
     const ready = await suite.api.get('/readyz');
     expect(ready.status).toBe(503);
-    expect(ready.body).toMatchObject({ ready: false, checks: { postgres: { status: 'Up' }, kafka: { status: 'Down' } } });
+    expect(ready.body).toMatchObject({
+      ready: false,
+      checks: { postgres: { status: 'Up' }, kafka: { status: 'Down' } },
+    });
     expect(ready.body.checks.kafka.error).toEqual(expect.any(String));
     const body = await health();
     expect(body.status).toBe('Degraded');
@@ -46,7 +51,11 @@ describe('health and readiness', () => {
     expect((await suite.api.get('/livez')).status).toBe(200);
 
     await kafka.start();
-    await eventually(async () => ((await suite.api.get('/readyz')).status === 200 ? true : undefined), 60_000, 'ready again');
+    await eventually(
+      async () => ((await suite.api.get('/readyz')).status === 200 ? true : undefined),
+      60_000,
+      'ready again',
+    );
     expect((await health()).status).toBe('Healthy');
   });
 
@@ -72,7 +81,9 @@ describe('health and readiness', () => {
     const res = await suite.api.get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
-    expect(res.text).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/connect\/inventory\/items",status="401"\} [1-9]/);
+    expect(res.text).toMatch(
+      /http_requests_total\{method="GET",route="\/api\/v1\/connect\/inventory\/items",status="401"\} [1-9]/,
+    );
     expect(res.text).toContain('http_request_duration_seconds_bucket{');
     expect(res.text).toContain('# TYPE kafka_produce_errors_total counter');
   });

@@ -6,7 +6,9 @@ import { useGatewaySuite } from '../support/suite.js';
 
 // Probe operations mounted only in this test, through the same pipeline and document as
 // the real ones, to exercise body handling before the feature issues add real POST routes.
-const echoBody = z.strictObject({ name: z.string().max(5), count: z.number().int().optional() }).meta({ id: 'ProbeEcho' });
+const echoBody = z
+  .strictObject({ name: z.string().max(5), count: z.number().int().optional() })
+  .meta({ id: 'ProbeEcho' });
 const probeRoutes = [
   defineRoute({
     method: 'post',
@@ -54,7 +56,10 @@ describe('request media types', () => {
   });
 
   it('answers 400 invalid_json to malformed JSON, in the standard shape', async () => {
-    const res = await suite.api.post('/probe/echo', { headers: { 'content-type': 'application/json' }, rawBody: '{"name":' });
+    const res = await suite.api.post('/probe/echo', {
+      headers: { 'content-type': 'application/json' },
+      rawBody: '{"name":',
+    });
     expect(res.status).toBe(400);
     // connectErrorStatuses lists 400 for this probe: the Connect shape is chosen by the route table.
     expect(res.body.error.code).toBe('invalid_json');

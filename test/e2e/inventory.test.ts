@@ -10,17 +10,36 @@ beforeAll(async () => {
 });
 
 const read = async (demo: Demo, what: string) => {
-  const res = await suite.api.get(`/api/v1/connect/inventory/${what}`, { headers: bearer(demo.clients['connect.inventory.read']!.apiKey) });
+  const res = await suite.api.get(`/api/v1/connect/inventory/${what}`, {
+    headers: bearer(demo.clients['connect.inventory.read']!.apiKey),
+  });
   expect(res.status).toBe(200);
   return res.body as Record<string, unknown>[];
 };
 
 const fields = {
-  items: ['inventoryItemId', 'name', 'sku', 'categoryName', 'unitOfMeasure', 'trackStock', 'defaultQuantity', 'lowStockThreshold'],
+  items: [
+    'inventoryItemId',
+    'name',
+    'sku',
+    'categoryName',
+    'unitOfMeasure',
+    'trackStock',
+    'defaultQuantity',
+    'lowStockThreshold',
+  ],
   locations: ['inventoryLocationId', 'name', 'externalCode', 'locationType', 'isDefault'],
   balances: [
-    'inventoryItemId', 'itemName', 'sku', 'inventoryLocationId', 'locationName',
-    'externalLocationCode', 'quantityOnHand', 'unitOfMeasure', 'isLowStock', 'isNegative',
+    'inventoryItemId',
+    'itemName',
+    'sku',
+    'inventoryLocationId',
+    'locationName',
+    'externalLocationCode',
+    'quantityOnHand',
+    'unitOfMeasure',
+    'isLowStock',
+    'isNegative',
   ],
 };
 
@@ -35,7 +54,8 @@ describe('inventory reads', () => {
     for (const item of await read(suite.demo, 'items')) {
       expect(item.inventoryItemId).toMatch(/^[0-9a-f-]{36}$/);
       expect(typeof item.trackStock).toBe('boolean');
-      for (const f of ['defaultQuantity', 'lowStockThreshold']) expect(item[f] === null || typeof item[f] === 'number').toBe(true);
+      for (const f of ['defaultQuantity', 'lowStockThreshold'])
+        expect(item[f] === null || typeof item[f] === 'number').toBe(true);
     }
     for (const loc of await read(suite.demo, 'locations')) {
       expect(inventoryLocationTypes).toContain(loc.locationType);

@@ -35,7 +35,8 @@ describe('the served OpenAPI document', () => {
         const scope = routeScopes[`${method.toUpperCase()} ${path}`];
         if (path.startsWith('/api/')) {
           expect(op.security, `${method} ${path}`).toEqual([{ apiKey: [scope] }]);
-          for (const status of ['401', '403', '429']) expect(op.responses[status], `${status} on ${path}`).toBeDefined();
+          for (const status of ['401', '403', '429'])
+            expect(op.responses[status], `${status} on ${path}`).toBeDefined();
           expect(op.responses['200'].headers).toHaveProperty('RateLimit');
         } else {
           expect(op.security).toEqual([]);
@@ -49,12 +50,20 @@ describe('the served OpenAPI document', () => {
   });
 
   it('carries both error shapes, the code catalogue and the limits', () => {
-    expect(doc.components.schemas.ApiErrorResponse.properties.error.required.sort()).toEqual(
-      ['code', 'correlationId', 'details', 'fieldErrors', 'message'],
-    );
-    expect(doc.components.schemas.ConnectApiErrorResponse.properties.error.required.sort()).toEqual(
-      ['code', 'correlationId', 'details', 'message', 'requestId'],
-    );
+    expect(doc.components.schemas.ApiErrorResponse.properties.error.required.sort()).toEqual([
+      'code',
+      'correlationId',
+      'details',
+      'fieldErrors',
+      'message',
+    ]);
+    expect(doc.components.schemas.ConnectApiErrorResponse.properties.error.required.sort()).toEqual([
+      'code',
+      'correlationId',
+      'details',
+      'message',
+      'requestId',
+    ]);
     expect(doc.components.schemas.ErrorCode.enum.sort()).toEqual(Object.keys(errorCatalogue).sort());
     for (const code of Object.keys(errorCatalogue)) expect(doc.info.description).toContain(`\`${code}\``);
     expect(doc.info.description).toContain('600 requests per 60 s');
@@ -64,9 +73,22 @@ describe('the served OpenAPI document', () => {
   it('gives inventory DTOs exactly the fields of spec part 2, closed', () => {
     const item = doc.components.schemas.ConnectInventoryItemDto;
     expect(item.additionalProperties).toBe(false);
-    expect(Object.keys(item.properties).sort()).toEqual(
-      ['categoryName', 'defaultQuantity', 'inventoryItemId', 'lowStockThreshold', 'name', 'sku', 'trackStock', 'unitOfMeasure'],
-    );
-    expect(doc.components.schemas.InventoryLocationType.enum).toEqual(['Warehouse', 'Vehicle', 'Technician', 'CustomerSite', 'Transit']);
+    expect(Object.keys(item.properties).sort()).toEqual([
+      'categoryName',
+      'defaultQuantity',
+      'inventoryItemId',
+      'lowStockThreshold',
+      'name',
+      'sku',
+      'trackStock',
+      'unitOfMeasure',
+    ]);
+    expect(doc.components.schemas.InventoryLocationType.enum).toEqual([
+      'Warehouse',
+      'Vehicle',
+      'Technician',
+      'CustomerSite',
+      'Transit',
+    ]);
   });
 });

@@ -16,7 +16,10 @@ beforeAll(async () => {
   db = await createTestDatabase();
   pool = createPool(db.url, 2, 'test');
   // Two replicas sharing nothing but PostgreSQL; short auth cache so a new limit applies at once.
-  gateways = [await startTestGateway(db.url, { AUTH_CACHE_TTL_MS: '0' }), await startTestGateway(db.url, { AUTH_CACHE_TTL_MS: '0' })];
+  gateways = [
+    await startTestGateway(db.url, { AUTH_CACHE_TTL_MS: '0' }),
+    await startTestGateway(db.url, { AUTH_CACHE_TTL_MS: '0' }),
+  ];
   apis = await Promise.all(gateways.map((g) => createApiClient(g.url)));
   demo = await createDemo(pool);
 });

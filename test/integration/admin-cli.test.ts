@@ -96,14 +96,24 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     for (const run of runs) {
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/^Usage: /);
-      for (const command of ['tenant create', 'client create', 'client rate-limit', 'key create', 'key revoke', 'key list', 'demo']) {
+      for (const command of [
+        'tenant create',
+        'client create',
+        'client rate-limit',
+        'key create',
+        'key revoke',
+        'key list',
+        'demo',
+      ]) {
         expect(run.stdout).toContain(command);
       }
     }
   });
 
   it('runs side by side: concurrent commands each migrate-or-wait and succeed', async () => {
-    const runs = await Promise.all(Array.from({ length: 6 }, (_, i) => ok('tenant', 'create', '--name', `parallel ${i}`)));
+    const runs = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => ok('tenant', 'create', '--name', `parallel ${i}`)),
+    );
     expect(new Set(runs.map((r) => r.tenantId)).size).toBe(6);
   });
 
@@ -116,7 +126,18 @@ describe('admin CLI', { timeout: 60_000 }, () => {
       ['tenant', 'create'],
       ['tenant', 'create', '--name', 'x', '--colour', 'blue'],
       ['key', 'create', '--client', client],
-      ['key', 'create', '--client', client, '--scopes', 'all', '--expires-at', '2030-01-01T00:00:00Z', '--expires-in', '1d'],
+      [
+        'key',
+        'create',
+        '--client',
+        client,
+        '--scopes',
+        'all',
+        '--expires-at',
+        '2030-01-01T00:00:00Z',
+        '--expires-in',
+        '1d',
+      ],
       ['client', 'rate-limit', '--client', client],
       ['client', 'rate-limit', '--client', client, '--per-minute', '5', '--default'],
     ];
@@ -183,7 +204,9 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     for (const l of locations) expect(l.external_code).toBeTruthy();
 
     // Low and negative exactly as the gateway's balance read computes them.
-    const { rows: [counts] } = await pool.query(
+    const {
+      rows: [counts],
+    } = await pool.query(
       `SELECT count(*)::int AS balances,
               count(*) FILTER (WHERE b.quantity_on_hand < 0)::int AS negative,
               count(*) FILTER (WHERE b.quantity_on_hand >= 0 AND b.quantity_on_hand <= i.low_stock_threshold)::int AS low,
@@ -220,14 +243,25 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     expect(byId.size).toBe(11);
     for (const [label, { clientId }] of Object.entries<any>(demo1.clients)) {
       const expected = label === 'all' ? [...integrationScopes] : label === 'none' ? [] : [label];
-      expect(byId.get(clientId), label).toMatchObject({ keys: 1, scopes: expected.sort(), rate_limit_per_minute: null });
+      expect(byId.get(clientId), label).toMatchObject({
+        keys: 1,
+        scopes: expected.sort(),
+        rate_limit_per_minute: null,
+      });
     }
   });
 
   it('stores only the prefix and SHA-256 of a key, never the key', async () => {
-    const keys = [...Object.values<any>(demo1.clients), ...Object.values<any>(demo2.clients)].map((c) => c.apiKey as string);
+    const keys = [...Object.values<any>(demo1.clients), ...Object.values<any>(demo2.clients)].map(
+      (c) => c.apiKey as string,
+    );
     const { rows } = await pool.query('SELECT to_jsonb(k) AS row, k.key_hash, k.prefix FROM api_keys k');
-    const stored = rows.map((r) => ({ values: Object.values<unknown>(r.row), text: JSON.stringify(r.row), hash: r.key_hash as Buffer, prefix: r.prefix }));
+    const stored = rows.map((r) => ({
+      values: Object.values<unknown>(r.row),
+      text: JSON.stringify(r.row),
+      hash: r.key_hash as Buffer,
+      prefix: r.prefix,
+    }));
     for (const key of keys) {
       const row = stored.find((s) => s.hash.equals(sha256(key)));
       expect(row, 'a row whose key_hash is sha256(key)').toBeDefined();
@@ -254,7 +288,14 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     expect(plain.rateLimitPerMinute).toBeNull();
 
     const [two, all, none] = await Promise.all([
-      ok('key', 'create', '--client', client.clientId, '--scopes', 'connect.jobs.write, connect.inventory.read,connect.jobs.write'),
+      ok(
+        'key',
+        'create',
+        '--client',
+        client.clientId,
+        '--scopes',
+        'connect.jobs.write, connect.inventory.read,connect.jobs.write',
+      ),
       ok('key', 'create', '--client', client.clientId, '--scopes', 'all'),
       ok('key', 'create', '--client', client.clientId, '--scopes', ''),
     ]);
@@ -274,7 +315,10 @@ describe('admin CLI', { timeout: 60_000 }, () => {
       'SELECT api_key_id, array_agg(scope ORDER BY scope) AS scopes FROM api_key_scopes WHERE api_key_id = ANY($1::uuid[]) GROUP BY 1',
       [[two.keyId, all.keyId, none.keyId]],
     );
-    expect(rows.find((r) => r.api_key_id === two.keyId)?.scopes).toEqual(['connect.inventory.read', 'connect.jobs.write']);
+    expect(rows.find((r) => r.api_key_id === two.keyId)?.scopes).toEqual([
+      'connect.inventory.read',
+      'connect.jobs.write',
+    ]);
     expect(rows.find((r) => r.api_key_id === all.keyId)?.scopes).toHaveLength(9);
     expect(rows.find((r) => r.api_key_id === none.keyId)).toBeUndefined();
 
@@ -313,20 +357,33 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     ]);
     const first = await ok('key', 'revoke', '--key', a.keyId);
     expect(first).toEqual({ keyId: a.keyId, revokedAt: expect.any(String) });
-    const stored = (await pool.query('SELECT revoked_at FROM api_keys WHERE id = $1', [a.keyId])).rows[0].revoked_at as Date;
+    const stored = (await pool.query('SELECT revoked_at FROM api_keys WHERE id = $1', [a.keyId])).rows[0]
+      .revoked_at as Date;
     expect(stored.toISOString()).toBe(first.revokedAt);
     expect(Math.abs(stored.getTime() - Date.now())).toBeLessThan(60_000);
 
-    const [again, byPrefix] = await Promise.all([ok('key', 'revoke', '--key', a.keyId), ok('key', 'revoke', '--key', a.prefix)]);
+    const [again, byPrefix] = await Promise.all([
+      ok('key', 'revoke', '--key', a.keyId),
+      ok('key', 'revoke', '--key', a.prefix),
+    ]);
     expect(again).toEqual(first);
     expect(byPrefix).toEqual(first);
-    expect((await pool.query('SELECT revoked_at FROM api_keys WHERE id = $1', [a.keyId])).rows[0].revoked_at).toEqual(stored);
+    expect((await pool.query('SELECT revoked_at FROM api_keys WHERE id = $1', [a.keyId])).rows[0].revoked_at).toEqual(
+      stored,
+    );
 
     // The other key of the client is untouched; revoking it by prefix works too.
-    expect((await pool.query('SELECT revoked_at FROM api_keys WHERE id = $1', [b.keyId])).rows[0].revoked_at).toBeNull();
+    expect(
+      (await pool.query('SELECT revoked_at FROM api_keys WHERE id = $1', [b.keyId])).rows[0].revoked_at,
+    ).toBeNull();
     expect((await ok('key', 'revoke', '--key', b.prefix)).keyId).toBe(b.keyId);
     const list = await ok('key', 'list', '--client', clientId);
-    expect(list.keys.filter((k: any) => k.revokedAt !== null).map((k: any) => k.keyId).sort()).toEqual([a.keyId, b.keyId].sort());
+    expect(
+      list.keys
+        .filter((k: any) => k.revokedAt !== null)
+        .map((k: any) => k.keyId)
+        .sort(),
+    ).toEqual([a.keyId, b.keyId].sort());
 
     const [unknownId, unknownPrefix, garbage] = await Promise.all([
       fails(1, 'key', 'revoke', '--key', randomUUID()),
@@ -349,7 +406,10 @@ describe('admin CLI', { timeout: 60_000 }, () => {
       rateLimitPerMinute: 42,
     });
     expect(await limit()).toBe(42);
-    expect(await ok('client', 'rate-limit', '--client', clientId, '--default')).toEqual({ clientId, rateLimitPerMinute: null });
+    expect(await ok('client', 'rate-limit', '--client', clientId, '--default')).toEqual({
+      clientId,
+      rateLimitPerMinute: null,
+    });
     expect(await limit()).toBeNull();
 
     const errors = await Promise.all([
@@ -368,13 +428,27 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     const [in30d, in12h, at] = await Promise.all([
       ok('key', 'create', '--client', clientId, '--scopes', 'import_jobs.read', '--expires-in', '30d'),
       ok('key', 'create', '--client', clientId, '--scopes', 'import_jobs.read', '--expires-in', '12h'),
-      ok('key', 'create', '--client', clientId, '--scopes', 'import_jobs.read', '--expires-at', '2031-06-30T12:00:00+02:00'),
+      ok(
+        'key',
+        'create',
+        '--client',
+        clientId,
+        '--scopes',
+        'import_jobs.read',
+        '--expires-at',
+        '2031-06-30T12:00:00+02:00',
+      ),
     ]);
     const after = Date.now();
     const storedExpiry = async (keyId: string) =>
-      ((await pool.query('SELECT expires_at FROM api_keys WHERE id = $1', [keyId])).rows[0].expires_at as Date).getTime();
+      (
+        (await pool.query('SELECT expires_at FROM api_keys WHERE id = $1', [keyId])).rows[0].expires_at as Date
+      ).getTime();
 
-    for (const [out, ms] of [[in30d, 30 * day], [in12h, 12 * 3_600_000]] as const) {
+    for (const [out, ms] of [
+      [in30d, 30 * day],
+      [in12h, 12 * 3_600_000],
+    ] as const) {
       const stored = await storedExpiry(out.keyId);
       expect(stored).toBeGreaterThanOrEqual(before + ms - 1000);
       expect(stored).toBeLessThanOrEqual(after + ms + 1000);

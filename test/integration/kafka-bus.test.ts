@@ -17,7 +17,11 @@ describe('Kafka adapter against the real broker', () => {
     await bus.ensureTopics([{ topic, partitions: 3 }]);
     await bus.ensureTopics([{ topic, partitions: 3 }]); // idempotent
 
-    const sent = Array.from({ length: 30 }, (_, i) => ({ key: `k${i % 5}`, value: `v${i}`, headers: { n: String(i) } }));
+    const sent = Array.from({ length: 30 }, (_, i) => ({
+      key: `k${i % 5}`,
+      value: `v${i}`,
+      headers: { n: String(i) },
+    }));
     await bus.produce(topic, sent);
 
     const received: InboundMessage[] = [];
@@ -40,7 +44,10 @@ describe('Kafka adapter against the real broker', () => {
     const topic = uniqueName('commit');
     const groupId = uniqueName('group');
     await bus.ensureTopics([{ topic, partitions: 1 }]);
-    await bus.produce(topic, [{ key: 'a', value: '1' }, { key: 'a', value: '2' }]);
+    await bus.produce(topic, [
+      { key: 'a', value: '1' },
+      { key: 'a', value: '2' },
+    ]);
     const first: string[] = [];
     const g1 = bus.consumerGroup(groupId);
     await g1.run([topic], async (ms) => void first.push(...ms.map((m) => m.value!.toString())));
@@ -82,7 +89,10 @@ describe('Kafka adapter against the real broker', () => {
     const group = bus.consumerGroup(`${prefix}test`);
     const deps = { config, logger: createLogger('silent', 'test'), pool: {} as Pool, bus };
     await runWorkerKind(kind, group, deps, { attempts: 3, baseDelayMs: 10, maxDelayMs: 50 });
-    await bus.produce(topic, ['a', 'poison', 'b'].map((v) => ({ key: 'same', value: v })));
+    await bus.produce(
+      topic,
+      ['a', 'poison', 'b'].map((v) => ({ key: 'same', value: v })),
+    );
 
     const dlq: InboundMessage[] = [];
     const dlqGroup = bus.consumerGroup(uniqueName('dlq-reader'));

@@ -33,6 +33,14 @@ describe('database schema', () => {
     const { rows } = await client.query(
       `SELECT column_name FROM information_schema.columns WHERE table_name = 'api_keys' ORDER BY column_name`,
     );
-    expect(rows.map((r) => r.column_name)).toEqual(['client_id', 'created_at', 'expires_at', 'id', 'key_hash', 'prefix', 'revoked_at']);
+    expect(rows.map((r) => r.column_name)).toEqual([
+      'client_id',
+      'created_at',
+      'expires_at',
+      'id',
+      'key_hash',
+      'prefix',
+      'revoked_at',
+    ]);
   });
 });

@@ -47,7 +47,10 @@ export async function createApiClient(baseUrl: string, defaultHeaders: Record<st
     } else {
       const op = doc.paths[template.template]![method]!;
       const response = op.responses[String(res.status)];
-      expect(response, `${res.status} is not documented for ${method.toUpperCase()} ${template.template}`).toBeDefined();
+      expect(
+        response,
+        `${res.status} is not documented for ${method.toUpperCase()} ${template.template}`,
+      ).toBeDefined();
       if (!response!.content) return;
       expect(Object.keys(response!.content), `media type of ${method.toUpperCase()} ${path}`).toContain(mediaType);
       ref = `openapi#/${pointer('paths', template.template, method, 'responses', String(res.status), 'content', mediaType, 'schema')}`;
@@ -56,7 +59,10 @@ export async function createApiClient(baseUrl: string, defaultHeaders: Record<st
     const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
     const body = res.body ?? JSON.parse(res.text);
     const valid = validate(body);
-    expect(validate.errors ?? [], `body of ${res.status} ${method.toUpperCase()} ${path}: ${res.text.slice(0, 500)}`).toEqual([]);
+    expect(
+      validate.errors ?? [],
+      `body of ${res.status} ${method.toUpperCase()} ${path}: ${res.text.slice(0, 500)}`,
+    ).toEqual([]);
     expect(valid).toBe(true);
   }
 

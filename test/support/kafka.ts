@@ -6,11 +6,19 @@ import { createLogger } from '../../src/shared/logger.js';
 export const uniqueName = (base: string) => `${base}-${randomBytes(4).toString('hex')}`;
 
 export function testBus(brokers = inject('kafkaBrokers')): MessageBus {
-  return createKafkaBus({ brokers: brokers.split(','), clientId: uniqueName('test'), logger: createLogger('warn', 'test-kafka') });
+  return createKafkaBus({
+    brokers: brokers.split(','),
+    clientId: uniqueName('test'),
+    logger: createLogger('warn', 'test-kafka'),
+  });
 }
 
 /** Polls until check() returns a value other than undefined, or fails after timeoutMs. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

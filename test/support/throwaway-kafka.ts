@@ -10,7 +10,12 @@ const run = promisify(execFile);
 export async function startThrowawayKafka() {
   const port = 20000 + Math.floor(Math.random() * 20000);
   const stateDir = await mkdtemp(join(tmpdir(), 'connect-kafka-'));
-  const env = { ...process.env, KAFKA_PORT: String(port), KAFKA_CONTROLLER_PORT: String(port + 1), STATE_DIR: stateDir };
+  const env = {
+    ...process.env,
+    KAFKA_PORT: String(port),
+    KAFKA_CONTROLLER_PORT: String(port + 1),
+    STATE_DIR: stateDir,
+  };
   const kafka = (command: string) => run('scripts/kafka', [command], { env, timeout: 120_000 });
   await kafka('up');
   return {

@@ -11,7 +11,13 @@ describe('error rendering', () => {
 
   it('standard shape has exactly the five fields', () => {
     expect(renderError(err, 'standard', ids)).toEqual({
-      error: { code: 'validation_failed', message: 'bad', correlationId: 'corr-1', fieldErrors: err.fieldErrors, details: null },
+      error: {
+        code: 'validation_failed',
+        message: 'bad',
+        correlationId: 'corr-1',
+        fieldErrors: err.fieldErrors,
+        details: null,
+      },
     });
   });
 
