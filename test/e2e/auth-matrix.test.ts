@@ -1,17 +1,29 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { routeScopes } from '../../src/gateway/auth/route-scopes.js';
 import { generateApiKey } from '../../src/shared/api-keys.js';
-import { bearer, createClientWithKey, revokeKey } from '../support/fixtures.js';
+import { bearer, createClientWithKey, insertImportJob, revokeKey } from '../support/fixtures.js';
 import { useGatewaySuite } from '../support/suite.js';
 
 // A valid request for every integration operation built so far. The matrix below runs each
 // credential case against each of them; an operation in the OpenAPI document without an
 // entry here fails the test, so new routes join the matrix.
-const validRequests: Record<string, { method: string; path: string; body?: unknown }> = {
+type Caller = { clientId: string; tenantId: string };
+type ValidRequest = { method: string; path: string | ((caller: Caller) => Promise<string>); body?: unknown };
+const target = { externalId: 'auth-1', name: 'Auth matrix site', coordinates: { latitude: 52.5, longitude: 13.4 } };
+const validRequests: Record<string, ValidRequest> = {
   listInventoryItems: { method: 'get', path: '/api/v1/connect/inventory/items' },
   listInventoryLocations: { method: 'get', path: '/api/v1/connect/inventory/locations' },
   listInventoryBalances: { method: 'get', path: '/api/v1/connect/inventory/balances' },
   getIntegrationHealth: { method: 'get', path: '/api/v1/integration/health' },
+  pushInboundTarget: { method: 'post', path: '/api/v1/inbound/targets', body: { sourceSystem: 'auth', ...target } },
+  pushInboundTargetBatch: {
+    method: 'post',
+    path: '/api/v1/inbound/targets/batch',
+    body: { sourceSystem: 'auth', targets: [target] },
+  },
+  listImportJobs: { method: 'get', path: '/api/v1/import-jobs' },
+  // 200 needs a job of the caller's own.
+  getImportJob: { method: 'get', path: async (c) => `/api/v1/import-jobs/${await insertImportJob(suite.pool, c)}` },
 };
 
 const suite = useGatewaySuite({ env: () => ({ AUTH_CACHE_TTL_MS: '300' }) });
@@ -27,6 +39,9 @@ beforeAll(async () => {
   ]);
   keys.expired = expired.apiKey;
 });
+
+const pathOf = (req: ValidRequest, caller: { clientId: string }) =>
+  typeof req.path === 'string' ? req.path : req.path({ clientId: caller.clientId, tenantId: suite.demo.tenantId });
 
 const operations = () =>
   Object.entries(suite.api.doc.paths).flatMap(([path, methods]) =>
@@ -62,7 +77,8 @@ describe('authentication and scopes on every integration operation', () => {
     it(`answers 401 ${code} to ${name}`, async () => {
       for (const op of operations()) {
         const req = validRequests[op.operationId]!;
-        const res = await suite.api.request(req.method, req.path, { headers: headers(), body: req.body });
+        const path = await pathOf(req, suite.demo.clients.all!);
+        const res = await suite.api.request(req.method, path, { headers: headers(), body: req.body });
         expect(res.status, `${op.operationId}`).toBe(401);
         expect(res.body.error.code).toBe(code);
         expect(res.body.error.correlationId).toBe(res.headers.get('x-correlation-id'));
@@ -71,30 +87,26 @@ describe('authentication and scopes on every integration operation', () => {
   }
 
   it('answers 403 to a valid key without the scope, and 200 with exactly that scope', async () => {
+    const call = async (req: ValidRequest, label: string) => {
+      const caller = { ...suite.demo.clients[label]!, tenantId: suite.demo.tenantId };
+      return suite.api.request(req.method, await pathOf(req, caller), {
+        headers: bearer(caller.apiKey),
+        body: req.body,
+      });
+    };
     for (const op of operations()) {
       const req = validRequests[op.operationId]!;
-      const none = await suite.api.request(req.method, req.path, {
+      const none = await suite.api.request(req.method, await pathOf(req, suite.demo.clients.none!), {
         headers: bearer(suite.demo.clients.none!.apiKey),
         body: req.body,
       });
       expect(none.status, op.operationId).toBe(403);
       expect(none.body.error.code).toBe('insufficient_scope');
       const otherScope = Object.keys(suite.demo.clients).find((s) => s !== op.scope && s !== 'all' && s !== 'none')!;
-      const other = await suite.api.request(req.method, req.path, {
-        headers: bearer(suite.demo.clients[otherScope]!.apiKey),
-        body: req.body,
-      });
+      const other = await call(req, otherScope);
       expect(other.status, `${op.operationId} with ${otherScope}`).toBe(403);
-      const ok = await suite.api.request(req.method, req.path, {
-        headers: bearer(suite.demo.clients[op.scope]!.apiKey),
-        body: req.body,
-      });
-      expect(ok.status, op.operationId).toBe(200);
-      const all = await suite.api.request(req.method, req.path, {
-        headers: bearer(suite.demo.clients.all!.apiKey),
-        body: req.body,
-      });
-      expect(all.status, op.operationId).toBe(200);
+      expect((await call(req, op.scope)).status, op.operationId).toBe(200);
+      expect((await call(req, 'all')).status, op.operationId).toBe(200);
     }
   });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../support/api-client.js';
 import { bearer } from '../support/fixtures.js';
-import { startTestGateway } from '../support/gateway.js';
+import { startTestGateway, testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { startThrowawayKafka } from '../support/throwaway-kafka.js';
@@ -60,7 +60,9 @@ describe('health and readiness', () => {
   });
 
   it('reports an unreachable PostgreSQL as not ready', async () => {
-    const closed = await startTestGateway('postgres://postgres@127.0.0.1:1/connect', { KAFKA_BROKERS: kafka.brokers });
+    const closed = await startTestGateway(
+      testConfig('postgres://postgres@127.0.0.1:1/connect', { KAFKA_BROKERS: kafka.brokers }),
+    );
     try {
       const client = await createApiClient(closed.url);
       const ready = await client.get('/readyz');

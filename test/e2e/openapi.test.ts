@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routeScopes } from '../../src/gateway/auth/route-scopes.js';
 import { errorCatalogue } from '../../src/shared/errors.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startTestGateway, testConfig, type TestGateway } from '../support/gateway.js';
 
 let db: TestDatabase;
 let gateway: TestGateway;
@@ -11,7 +11,7 @@ let doc: any;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  gateway = await startTestGateway(db.url);
+  gateway = await startTestGateway(testConfig(db.url));
   const res = await fetch(`${gateway.url}/openapi.json`); // served without a key
   expect(res.status).toBe(200);
   doc = await res.json();

@@ -3,7 +3,7 @@ import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createApiClient, type ApiClient } from '../support/api-client.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { bearer, createClientWithKey, createDemo, setRateLimit, type Demo } from '../support/fixtures.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startTestGateway, testConfig, type TestGateway } from '../support/gateway.js';
 
 const path = '/api/v1/connect/inventory/items';
 let db: TestDatabase;
@@ -17,8 +17,8 @@ beforeAll(async () => {
   pool = createPool(db.url, 2, 'test');
   // Two replicas sharing nothing but PostgreSQL; short auth cache so a new limit applies at once.
   gateways = [
-    await startTestGateway(db.url, { AUTH_CACHE_TTL_MS: '0' }),
-    await startTestGateway(db.url, { AUTH_CACHE_TTL_MS: '0' }),
+    await startTestGateway(testConfig(db.url, { AUTH_CACHE_TTL_MS: '0' })),
+    await startTestGateway(testConfig(db.url, { AUTH_CACHE_TTL_MS: '0' })),
   ];
   apis = await Promise.all(gateways.map((g) => createApiClient(g.url)));
   demo = await createDemo(pool);

@@ -35,3 +35,14 @@ export const setRateLimit = (pool: Pool, clientId: string, perMinute: number) =>
   admin(pool, clientRateLimit, ['--client', clientId, '--per-minute', String(perMinute)]);
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** An import job row of the given client, as the gateway records one (for read tests). */
+export async function insertImportJob(pool: Pool, caller: { tenantId: string; clientId: string }): Promise<number> {
+  const { rows } = await pool.query(
+    `INSERT INTO import_jobs (tenant_id, client_id, kind, source_system, request_hash, received_count, accepted_count,
+                              rejected_count, chunk_count)
+     VALUES ($1, $2, 'Single', 'fixture', '\\x00', 1, 1, 0, 1) RETURNING id`,
+    [caller.tenantId, caller.clientId],
+  );
+  return Number(rows[0].id);
+}

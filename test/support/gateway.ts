@@ -22,11 +22,7 @@ export function testConfig(databaseUrl: string, env: Record<string, string> = {}
 export type TestGateway = RunningGateway & { logLines: () => Record<string, unknown>[] };
 
 /** A real gateway process-in-process over HTTP; its log lines are kept for assertions. */
-export async function startTestGateway(
-  databaseUrl: string,
-  env: Record<string, string> = {},
-  extraRoutes: RouteDefinition[] = [],
-): Promise<TestGateway> {
+export async function startTestGateway(config: Config, extraRoutes: RouteDefinition[] = []): Promise<TestGateway> {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -34,7 +30,6 @@ export async function startTestGateway(
       done();
     },
   });
-  const config = testConfig(databaseUrl, env);
   const gateway = await startGateway(config, createLogger(config.logLevel, 'test-gateway', sink), extraRoutes);
   return { ...gateway, logLines: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
