@@ -1,7 +1,8 @@
 // Local search on distance, accepting only moves whose re-simulated timing stays feasible:
 // 2-opt (reverse a span) and or-opt (move a chain of 1-3 stops, either way round) inside a route,
-// then relocation of single stops between routes. First improvement; budgets count evaluations
+// then relocation of single stops between routes (granular: next to a near target). First improvement; budgets count evaluations
 // (not wall-clock) so the result is the same on every machine.
+import type { Neighbours } from './neighbours.js';
 import type { Route } from './schedule.js';
 
 /** A move must gain more than this (km) to count: stops float-noise cycles. */
@@ -92,11 +93,24 @@ function orOpt(route: Route, scratch: Int32Array, budget: Budget): boolean {
   return changed;
 }
 
-/** Moves single stops to another route where that saves distance; returns the routes it changed. */
-export function relocateBetween(routes: Route[], budget: Budget): Set<Route> {
+/** Moves single stops into another route, next to one of their nearest targets, where that
+ *  saves distance; returns the routes it changed. */
+export function relocateBetween(routes: Route[], near: Neighbours, budget: Budget): Set<Route> {
   const touched = new Set<Route>();
   const none = new Int32Array(0);
-  for (const from of routes) {
+  const p = routes[0]?.p;
+  if (!p) return touched;
+  const routeOf = new Int32Array(p.size).fill(-1);
+  const posOf = new Int32Array(p.size);
+  const locate = (r: number): void => {
+    routes[r]!.seq.forEach((k, i) => {
+      routeOf[k] = r;
+      posOf[k] = i;
+    });
+  };
+  routes.forEach((_, r) => locate(r));
+  for (let ri = 0; ri < routes.length; ri++) {
+    const from = routes[ri]!;
     for (let i = 0; i < from.length; i++) {
       const k = from.seq[i]!;
       const a = from.node(i - 1);
@@ -104,26 +118,34 @@ export function relocateBetween(routes: Route[], budget: Budget): Set<Route> {
       const removeGain = from.d(a, k) + from.d(k, b) - from.d(a, b);
       if (removeGain <= minGainKm) continue;
       let best = removeGain - minGainKm;
-      let target: Route | undefined;
+      let target = -1;
       let at = -1;
-      for (const to of routes) {
-        if (to === from || to.full) continue;
-        budget.left -= to.length + 1;
-        for (let pos = 0; pos <= to.length; pos++) {
-          const c = to.insertionCost(k, pos);
+      for (let x = 0; x < near.k; x++) {
+        const nb = near.list[k * near.k + x]!;
+        if (nb < 0) break;
+        const rt = routeOf[nb]!;
+        if (rt === ri || rt < 0) continue;
+        budget.left -= 2;
+        // Just before or just after the neighbour.
+        for (let pos = posOf[nb]!; pos <= posOf[nb]! + 1; pos++) {
+          const c = routes[rt]!.insertionCost(k, pos, best);
           if (c < best) {
             best = c;
-            target = to;
+            target = rt;
             at = pos;
           }
         }
       }
       if (budget.left <= 0) return touched;
       // Removal cannot break a route on a metric, but float noise could: check rather than assume.
-      if (!target || !from.spanFeasible(i, i + 1, none, 0)) continue;
+      if (target < 0 || !from.spanFeasible(i, i + 1, none, 0)) continue;
+      const to = routes[target]!;
       from.removeAt(i);
-      target.insert(k, at);
-      touched.add(from).add(target);
+      to.insert(k, at);
+      routeOf[k] = -1;
+      locate(ri);
+      locate(target);
+      touched.add(from).add(to);
       i--;
     }
   }

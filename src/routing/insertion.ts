@@ -25,7 +25,7 @@ function bestIn(route: Route, k: number): [cost: number, pos: number] {
   let bestPos = -1;
   if (route.full) return [best, bestPos];
   for (let pos = 0; pos <= route.length; pos++) {
-    const c = route.insertionCost(k, pos);
+    const c = route.insertionCost(k, pos, best);
     if (c < best) {
       best = c;
       bestPos = pos;

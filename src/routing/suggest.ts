@@ -2,22 +2,46 @@
 // runRouteSuggestionInWorker (run-in-worker.ts) when the caller must not block its event loop.
 import { improveRoute, relocateBetween, type Budget } from './improve.js';
 import { insertCheapest } from './insertion.js';
-import { buildProblem } from './problem.js';
+import { nearestTargets, type Neighbours } from './neighbours.js';
+import { buildProblem, type Problem } from './problem.js';
 import { buildResult } from './result.js';
 import { Route } from './schedule.js';
 import { sweepClusters } from './sweep.js';
 import type { RouteSuggestionInput, RouteSuggestionResult } from './types.js';
 
-/** Local-search evaluations per draft: a few seconds at most for 2,000 targets, and a count, not a
+/** Local-search evaluations per attempt: about a second for 2,000 targets, and a count, not a
  *  clock, so the same input gives the same routes on any machine. */
-const evaluationBudget = 60_000_000;
+const evaluationBudget = 40_000_000;
 /** Rounds of (re-insert leftovers, move stops between routes, re-optimise). */
-const repairRounds = 4;
+const repairRounds = 8;
+/** Share of a shift a route is planned to be busy when sizing the fleet: the rest absorbs
+ *  time windows and detours. */
+const plannedUtilisation = 0.85;
+
+/** Nearest targets a stop may be moved next to between routes. */
+const neighbourCount = 16;
+
+type Solution = { routes: Route[]; leftovers: number[] };
 
 export function suggestRoutes(input: RouteSuggestionInput): RouteSuggestionResult {
   const p = buildProblem(input);
+  // Sectors for every vehicle first. When that leaves vehicles half idle, fewer, fuller routes
+  // usually drive less (each route pays the trip out and back): retry with the number of routes
+  // the measured workload needs, the spare vehicles only taking what fits nowhere else.
+  const near = nearestTargets(p, neighbourCount);
+  let best = solve(p, p.vehicles, near);
+  const needed = Math.ceil(busyMinutes(best) / ((p.shiftEnd - p.shiftStart) * plannedUtilisation));
+  for (const count of [needed, needed + 1]) {
+    if (count < 1 || count >= p.vehicles) continue;
+    const candidate = solve(p, count, near);
+    if (better(p, candidate, best)) best = candidate;
+  }
+  return buildResult(p, input, best.routes, best.leftovers);
+}
+
+/** Sweep into `sectors` clusters, build, improve, repair; vehicles beyond `sectors` start empty. */
+function solve(p: Problem, sectors: number, near: Neighbours): Solution {
   const budget: Budget = { left: evaluationBudget };
-  // Each route's share of the budget follows its size, so one huge route cannot starve the rest.
   const perRoute = (r: Route): number => Math.max(200_000, Math.floor((evaluationBudget / 2) * (r.length / Math.max(1, p.n))));
   const improve = (routes: Iterable<Route>): void => {
     for (const r of routes) {
@@ -31,24 +55,53 @@ export function suggestRoutes(input: RouteSuggestionInput): RouteSuggestionResul
   // (1) Filtering happened in buildProblem. (2) Sweep clusters, (3) one route built per cluster.
   const routes: Route[] = [];
   let leftovers: number[] = [];
-  for (const cluster of sweepClusters(p)) {
+  for (const cluster of sweepClusters(p, sectors, near)) {
     const route = new Route(p);
     leftovers.push(...insertCheapest(p, [route], cluster));
     routes.push(route);
   }
+  while (routes.length < p.vehicles) routes.push(new Route(p));
   // (4) Improve each route.
   improve(routes);
-  // (5) Leftovers may fit another cluster's route; stops near a sector edge may belong to the
-  // neighbour's route. Repeat while that changes anything.
+  // (5) Leftovers may fit another route; stops near a sector edge may belong to the neighbour's
+  // route. Repeat while that changes anything.
   for (let round = 0; round < repairRounds && budget.left > 0; round++) {
     const before = leftovers.length;
-    const changed = new Set<Route>();
     const lengths = routes.map((r) => r.length);
     leftovers = insertCheapest(p, routes, leftovers);
-    routes.forEach((r, i) => r.length !== lengths[i] && changed.add(r));
-    for (const r of relocateBetween(routes, budget)) changed.add(r);
+    const changed = new Set(routes.filter((r, i) => r.length !== lengths[i]));
+    for (const r of relocateBetween(routes, near, budget)) changed.add(r);
     improve(changed);
     if (leftovers.length === before && changed.size === 0) break;
   }
-  return buildResult(p, input, routes, leftovers);
+  return { routes, leftovers };
 }
+
+/** Driving and service time of a solution, without waiting. */
+function busyMinutes({ routes }: Solution): number {
+  let minutes = 0;
+  for (const r of routes) {
+    if (r.length === 0) continue;
+    minutes += r.distanceKm * r.p.minutesPerKm;
+    for (const k of r.seq) minutes += r.p.service[k]!;
+  }
+  return minutes;
+}
+
+/** More placed targets, tier by tier from the highest priority, then less distance. */
+function better(p: Problem, a: Solution, b: Solution): boolean {
+  const placed = (s: Solution): Map<number, number> => {
+    const byTier = new Map<number, number>();
+    for (const r of s.routes) for (const k of r.seq) byTier.set(p.priority[k]!, (byTier.get(p.priority[k]!) ?? 0) + 1);
+    return byTier;
+  };
+  const pa = placed(a);
+  const pb = placed(b);
+  for (const tier of [...new Set([...pa.keys(), ...pb.keys()])].sort((x, y) => y - x)) {
+    const diff = (pa.get(tier) ?? 0) - (pb.get(tier) ?? 0);
+    if (diff !== 0) return diff > 0;
+  }
+  return totalKm(a) < totalKm(b);
+}
+
+const totalKm = (s: Solution): number => s.routes.reduce((sum, r) => sum + (r.length > 0 ? r.distanceKm : 0), 0);

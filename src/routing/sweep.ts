@@ -1,10 +1,11 @@
 // Splits the targets among vehicles by a sweep: sort by polar angle around the depot, start just
-// after the widest empty sector (so no cluster straddles it), and cut the circle into `vehicles`
+// after the widest empty sector (so no cluster straddles it), and cut the circle into `count`
 // consecutive sectors of about equal workload (service minutes plus a travel allowance per stop).
+import type { Neighbours } from './neighbours.js';
 import type { Problem } from './problem.js';
 
-export function sweepClusters(p: Problem): number[][] {
-  const clusters: number[][] = Array.from({ length: p.vehicles }, () => []);
+export function sweepClusters(p: Problem, count: number, near: Neighbours): number[][] {
+  const clusters: number[][] = Array.from({ length: count }, () => []);
   if (p.n === 0) return clusters;
   const cosLat = Math.cos((p.lat[0]! * Math.PI) / 180);
   const angle = new Float64Array(p.size);
@@ -30,13 +31,12 @@ export function sweepClusters(p: Problem): number[][] {
 
   // Travel allowance: the mean distance to the nearest other target, as minutes of driving.
   // Without it a cluster of many zero-service stops would count as no work.
-  let nnSum = 0;
+  let nearestSum = 0;
   for (let k = 1; k <= p.n; k++) {
-    let nearest = Infinity;
-    for (let j = 1; j <= p.n; j++) if (j !== k) nearest = Math.min(nearest, p.dist[k * p.size + j]!);
-    nnSum += nearest === Infinity ? 0 : nearest;
+    const nearest = near.list[k * near.k]!;
+    if (nearest >= 0) nearestSum += p.dist[k * p.size + nearest]!;
   }
-  const allowance = Math.max(1e-6, (nnSum / p.n) * p.minutesPerKm);
+  const allowance = Math.max(1e-6, (nearestSum / p.n) * p.minutesPerKm);
   const weight = (k: number): number => p.service[k]! + allowance;
   let total = 0;
   for (const k of order) total += weight(k);
@@ -46,7 +46,7 @@ export function sweepClusters(p: Problem): number[][] {
   for (let i = 0; i < order.length; i++) {
     const k = order[(startAt + i) % order.length]!;
     const w = weight(k);
-    const c = Math.min(p.vehicles - 1, Math.floor(((before + w / 2) / total) * p.vehicles));
+    const c = Math.min(count - 1, Math.floor(((before + w / 2) / total) * count));
     clusters[c]!.push(k);
     before += w;
   }

@@ -24,6 +24,7 @@ const configSchema = z.object({
     .default('connect.'),
   KAFKA_TOPIC_PARTITIONS: int(6, 1, 1000),
   KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
+  KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6000, 300_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
   RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
@@ -53,6 +54,8 @@ export type Config = {
   kafkaTopicPrefix: string;
   kafkaTopicPartitions: number;
   kafkaProduceTimeoutMs: number;
+  /** A consumer silent this long leaves its group; its partitions go to the others. */
+  kafkaSessionTimeoutMs: number;
   logLevel: z.infer<typeof configSchema>['LOG_LEVEL'];
   authCacheTtlMs: number;
   rateLimitPerMinute: number;
@@ -95,6 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaTopicPrefix: c.KAFKA_TOPIC_PREFIX,
     kafkaTopicPartitions: c.KAFKA_TOPIC_PARTITIONS,
     kafkaProduceTimeoutMs: c.KAFKA_PRODUCE_TIMEOUT_MS,
+    kafkaSessionTimeoutMs: c.KAFKA_SESSION_TIMEOUT_MS,
     logLevel: c.LOG_LEVEL,
     authCacheTtlMs: c.AUTH_CACHE_TTL_MS,
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,

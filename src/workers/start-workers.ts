@@ -25,7 +25,9 @@ export async function startWorkers(
   });
   const deps: WorkerDeps = { config, logger, pool, bus };
   const groups = kinds.map((kind) => {
-    const group = bus.consumerGroup(`${config.kafkaTopicPrefix}${kind.groupId}`);
+    const group = bus.consumerGroup(`${config.kafkaTopicPrefix}${kind.groupId}`, {
+      sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+    });
     group.onCrash((error) => {
       // A non-retriable crash stops kafkajs's consumer for good: exit so a supervisor restarts us.
       logger.fatal({ err: error, worker: kind.name }, 'consumer crashed');

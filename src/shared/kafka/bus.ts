@@ -35,7 +35,7 @@ export interface MessageBus {
   produce(topic: string, messages: OutboundMessage[]): Promise<void>;
   /** Throws when no broker answers within timeoutMs. */
   ping(timeoutMs: number): Promise<void>;
-  consumerGroup(groupId: string, options?: { maxBytesPerPartition?: number }): ConsumerGroup;
+  consumerGroup(groupId: string, options?: { maxBytesPerPartition?: number; sessionTimeoutMs?: number }): ConsumerGroup;
   close(): Promise<void>;
 }
 
@@ -151,8 +151,8 @@ export function createKafkaBus({
         groupId,
         maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
         maxBytes: 32 * 1024 * 1024,
-        sessionTimeout: 30_000,
-        heartbeatInterval: 3000,
+        sessionTimeout: options.sessionTimeoutMs ?? 30_000,
+        heartbeatInterval: Math.floor((options.sessionTimeoutMs ?? 30_000) / 10),
         allowAutoTopicCreation: false,
       });
       consumers.add(consumer);
