@@ -1,7 +1,8 @@
 // Runs suggestRoutes in a worker thread so a 2,000-target draft (seconds of CPU) does not stall
 // the caller's event loop. One short-lived worker per call: no pool to size, drain or leak.
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { RouteInputError } from './errors.js';
 import type { WorkerReply } from './routing-worker.js';
@@ -11,7 +12,9 @@ import type { RouteSuggestionInput, RouteSuggestionResult } from './types.js';
 function workerScript(): { url: URL; execArgv: string[] } {
   const js = new URL('./routing-worker.js', import.meta.url);
   if (existsSync(fileURLToPath(js))) return { url: js, execArgv: [] };
-  return { url: new URL('./routing-worker.ts', import.meta.url), execArgv: ['--import', 'tsx'] };
+  // Resolved from here, not from the process's working directory as a bare '--import tsx' would be.
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  return { url: new URL('./routing-worker.ts', import.meta.url), execArgv: ['--import', tsx] };
 }
 
 /** Rejects with RouteInputError for bad input (as suggestRoutes throws it), AbortError on abort. */

@@ -16,12 +16,17 @@ export function mulberry32(seed: number): () => number {
 }
 
 export const minutes = (hhmm: string): number => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
-export const clock = (m: number): string => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+export const clock = (m: number): string =>
+  `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
 
 export const depot = { lat: 48.137, lon: 11.575 };
 
 /** Targets in a box of ±`halfKm` around the depot; `windowShare` of them get one window. */
-export function randomDraft(seed: number, n: number, options: Partial<RouteSuggestionInput> & { halfKm?: number; windowShare?: number } = {}): RouteSuggestionInput {
+export function randomDraft(
+  seed: number,
+  n: number,
+  options: Partial<RouteSuggestionInput> & { halfKm?: number; windowShare?: number } = {},
+): RouteSuggestionInput {
   const { halfKm = 10, windowShare = 0, ...rest } = options;
   const rnd = mulberry32(seed);
   const dLat = halfKm / 111.2;
@@ -76,7 +81,10 @@ export function checkResult(input: RouteSuggestionInput, result: RouteSuggestion
       km += leg;
       expect(stop.legDistanceKm).toBeCloseTo(leg, 3);
       const drivenIn = t + leg / perMinute;
-      const windows = target.timeWindows.length > 0 ? target.timeWindows.map((w) => [minutes(w.start), minutes(w.end)] as const) : [[shiftStart, shiftEnd] as const];
+      const windows =
+        target.timeWindows.length > 0
+          ? target.timeWindows.map((w) => [minutes(w.start), minutes(w.end)] as const)
+          : [[shiftStart, shiftEnd] as const];
       // The earliest start whose whole visit fits a window, as the engine promises.
       let begin = Infinity;
       for (const [ws, we] of windows) {
@@ -115,4 +123,5 @@ export function checkResult(input: RouteSuggestionInput, result: RouteSuggestion
   return totalKm;
 }
 
-export const placedCount = (r: RouteSuggestionResult): number => r.routes.reduce((sum, route) => sum + route.stops.length, 0);
+export const placedCount = (r: RouteSuggestionResult): number =>
+  r.routes.reduce((sum, route) => sum + route.stops.length, 0);

@@ -12,11 +12,17 @@ function destination(bearingDeg: number, km: number): { lat: number; lon: number
   const b = bearingDeg * rad;
   const lat1 = depot.lat * rad;
   const lat2 = Math.asin(Math.sin(lat1) * Math.cos(d) + Math.cos(lat1) * Math.sin(d) * Math.cos(b));
-  const lon2 = depot.lon * rad + Math.atan2(Math.sin(b) * Math.sin(d) * Math.cos(lat1), Math.cos(d) - Math.sin(lat1) * Math.sin(lat2));
+  const lon2 =
+    depot.lon * rad +
+    Math.atan2(Math.sin(b) * Math.sin(d) * Math.cos(lat1), Math.cos(d) - Math.sin(lat1) * Math.sin(lat2));
   return { lat: lat2 / rad, lon: lon2 / rad };
 }
 
-const target = (externalId: string, at: { lat: number; lon: number } | null, extra: Partial<RouteTarget> = {}): RouteTarget => ({
+const target = (
+  externalId: string,
+  at: { lat: number; lon: number } | null,
+  extra: Partial<RouteTarget> = {},
+): RouteTarget => ({
   externalId,
   lat: at?.lat ?? null,
   lon: at?.lon ?? null,
@@ -39,7 +45,10 @@ describe('suggestRoutes', () => {
     const radius = 5;
     // Shuffled input order, so the order found is the heuristic's, not the input's.
     const order = Array.from({ length: m }, (_, i) => (i * 5 + 3) % m);
-    const input = draft(order.map((i) => target(`P${i}`, destination((360 * i) / m, radius))), { shift: { start: '06:00', end: '22:00' } });
+    const input = draft(
+      order.map((i) => target(`P${i}`, destination((360 * i) / m, radius))),
+      { shift: { start: '06:00', end: '22:00' } },
+    );
     const result = suggestRoutes(input);
     const km = checkResult(input, result);
     const stops = result.routes[0]!.stops.map((s) => Number(s.externalId.slice(1)));
@@ -48,7 +57,12 @@ describe('suggestRoutes', () => {
     expect([1, m - 1]).toContain(step);
     stops.forEach((s, i) => i > 0 && expect((s - stops[i - 1]! + m) % m).toBe(step));
     // Optimum: every edge between two of the points is at least a side, so m - 1 sides + 2 radii.
-    const side = haversineKm(destination(0, radius).lat, destination(0, radius).lon, destination(360 / m, radius).lat, destination(360 / m, radius).lon);
+    const side = haversineKm(
+      destination(0, radius).lat,
+      destination(0, radius).lon,
+      destination(360 / m, radius).lat,
+      destination(360 / m, radius).lon,
+    );
     const optimum = (m - 1) * side + 2 * radius;
     expect(Math.abs(km - optimum) / optimum).toBeLessThan(1e-6);
     expect(result.totalDistanceKm).toBe(Math.round(optimum * 1000) / 1000);
@@ -65,7 +79,9 @@ describe('suggestRoutes', () => {
     const result = suggestRoutes(input);
     checkResult(input, result);
     const stops = result.routes[0]!.stops;
-    expect(stops.map((s) => s.externalId).indexOf('far-early')).toBeLessThan(stops.map((s) => s.externalId).indexOf('near-late'));
+    expect(stops.map((s) => s.externalId).indexOf('far-early')).toBeLessThan(
+      stops.map((s) => s.externalId).indexOf('near-late'),
+    );
     const late = stops.find((s) => s.externalId === 'near-late')!;
     expect(late.arrival).toBe('14:00');
     expect(late.departure).toBe('14:10');
@@ -85,7 +101,12 @@ describe('suggestRoutes', () => {
   it('accepts several windows per target and uses the one that fits', () => {
     const input = draft(
       [
-        target('first', destination(0, 5), { timeWindows: [{ start: '08:00', end: '08:05' }, { start: '12:00', end: '13:00' }] }),
+        target('first', destination(0, 5), {
+          timeWindows: [
+            { start: '08:00', end: '08:05' },
+            { start: '12:00', end: '13:00' },
+          ],
+        }),
         target('blocker', destination(10, 5), { serviceMinutes: 60, timeWindows: [{ start: '08:00', end: '10:00' }] }),
       ],
       { endDepot: destination(180, 3) },
@@ -99,7 +120,10 @@ describe('suggestRoutes', () => {
     const input = draft([
       target('no-coordinates', null),
       target('window-before-shift', destination(0, 2), { timeWindows: [{ start: '05:00', end: '07:30' }] }),
-      target('window-too-short', destination(0, 2), { serviceMinutes: 45, timeWindows: [{ start: '10:00', end: '10:30' }] }),
+      target('window-too-short', destination(0, 2), {
+        serviceMinutes: 45,
+        timeWindows: [{ start: '10:00', end: '10:30' }],
+      }),
       target('longer-than-shift', destination(0, 2), { serviceMinutes: 11 * 60 }),
       target('ok', destination(90, 2)),
     ]);
@@ -117,14 +141,13 @@ describe('suggestRoutes', () => {
   it('reports OverCapacity when the shift is too short for everything', () => {
     const input = draft(
       Array.from({ length: 10 }, (_, i) => target(`T${i}`, destination(i * 36, 1), { serviceMinutes: 20 })),
-      { vehicles: 2, shift: { start: '08:00', end: '10:00' } },
+      { shift: { start: '08:00', end: '10:00' } },
     );
     const result = suggestRoutes(input);
     checkResult(input, result);
-    const placed = placedCount(result);
-    expect(placed).toBeGreaterThanOrEqual(6); // 4 h of shift, 20-minute visits 1 km from the depot
-    expect(placed).toBeLessThan(10);
-    expect(result.unplaced).toHaveLength(10 - placed);
+    // 2 h: five 20-minute visits and ~7 minutes of driving fit, six visits alone take the whole shift.
+    expect(placedCount(result)).toBe(5);
+    expect(result.unplaced).toHaveLength(5);
     expect(new Set(result.unplaced.map((u) => u.reason))).toEqual(new Set(['OverCapacity']));
   });
 
@@ -167,7 +190,14 @@ describe('suggestRoutes', () => {
   it('returns empty routes for no targets', () => {
     const result = suggestRoutes(draft([], { vehicles: 2 }));
     expect(result).toEqual({
-      routes: [1, 2].map((vehicle) => ({ vehicle, stops: [], distanceKm: 0, durationMinutes: 0, start: '08:00', end: '08:00' })),
+      routes: [1, 2].map((vehicle) => ({
+        vehicle,
+        stops: [],
+        distanceKm: 0,
+        durationMinutes: 0,
+        start: '08:00',
+        end: '08:00',
+      })),
       unplaced: [],
       totalDistanceKm: 0,
       totalDurationMinutes: 0,
