@@ -132,3 +132,10 @@ export const demoWorkOrderTitles = [
   'Replace circuit breakers in distribution board',
   'Quarterly air filter change',
 ] as const;
+
+export const demoJobTypes = [
+  { code: 'MAINTENANCE', name: 'Scheduled maintenance', defaultDurationMinutes: 60 },
+  { code: 'REPAIR', name: 'Repair', defaultDurationMinutes: 90 },
+  { code: 'INSTALLATION', name: 'Installation', defaultDurationMinutes: 180 },
+  { code: 'INSPECTION', name: 'Inspection', defaultDurationMinutes: 45 },
+] as const;

@@ -255,3 +255,16 @@ export async function insertWorkOrders(
     externalWorkOrderId: w.externalWorkOrderId,
   }));
 }
+
+/** The tenant's job types (codes a job-creation request may name). */
+export async function insertJobTypes(
+  db: Db,
+  tenantId: string,
+  types: readonly { code: string; name: string; defaultDurationMinutes: number | null }[],
+): Promise<void> {
+  await db.query(
+    `INSERT INTO job_types (tenant_id, code, name, default_duration_minutes)
+     SELECT $1, u.code, u.name, u.minutes FROM unnest($2::text[], $3::text[], $4::int[]) AS u(code, name, minutes)`,
+    [tenantId, types.map((t) => t.code), types.map((t) => t.name), types.map((t) => t.defaultDurationMinutes)],
+  );
+}

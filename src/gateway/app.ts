@@ -13,6 +13,7 @@ import type { GatewayState } from './http/state.js';
 import { importJobRoutes } from './import-jobs/routes.js';
 import { inboundRoutes } from './inbound/routes.js';
 import { inventoryRoutes } from './inventory/routes.js';
+import { jobRoutes } from './jobs/routes.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import type { GatewayMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
@@ -40,6 +41,7 @@ export function allRoutes(deps: AppDeps): RouteDefinition[] {
     ...inventoryRoutes(deps.pool),
     ...inboundRoutes(deps),
     ...importJobRoutes(deps.pool, deps.config),
+    ...jobRoutes(deps),
     ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,

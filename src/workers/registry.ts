@@ -1,4 +1,5 @@
 import { inboundWorker } from './inbound/kind.js';
+import { jobsWorker } from './jobs/kind.js';
 import type { WorkerKind } from './worker-kind.js';
 
 /**
@@ -7,4 +8,5 @@ import type { WorkerKind } from './worker-kind.js';
  */
 export const workerKinds: Record<string, WorkerKind> = {
   inbound: inboundWorker,
+  jobs: jobsWorker,
 };

@@ -4,7 +4,7 @@ import { inTransaction } from '../../shared/db/pool.js';
 import { integrationScopes } from '../../shared/scopes.js';
 import { nameArg, parseOptions } from '../args.js';
 import type { Command } from '../command.js';
-import { demoBalances, demoItems, demoLocations, demoWorkOrderTitles } from '../demo-data.js';
+import { demoBalances, demoItems, demoJobTypes, demoLocations, demoWorkOrderTitles } from '../demo-data.js';
 import {
   insertApiKeys,
   insertClients,
@@ -12,6 +12,7 @@ import {
   insertInventoryItems,
   insertInventoryLocations,
   insertTenant,
+  insertJobTypes,
   insertWorkOrders,
 } from '../store.js';
 
@@ -64,6 +65,7 @@ export const demo: Command<{ name: string | null }> = {
           quantityOnHand: b.quantityOnHand,
         })),
       );
+      await insertJobTypes(tx, tenantId, demoJobTypes);
       const workOrders = await insertWorkOrders(
         tx,
         tenantId,

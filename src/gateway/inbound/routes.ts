@@ -4,15 +4,11 @@ import { AppError } from '../../shared/errors.js';
 import { inboundTargetSchema, targetItemSchema } from '../../shared/inbound/target-schema.js';
 import type { MessageBus } from '../../shared/kafka/bus.js';
 import { requestHash } from '../../shared/request-hash.js';
+import { idempotencyKeyOf } from '../http/idempotency-key.js';
 import { parseOrThrow } from '../http/validate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { ingestTargets, type IngestRequest } from './ingest.js';
-import {
-  batchEnvelopeSchema,
-  idempotencyKeyHeader,
-  inboundImportResultSchema,
-  inboundTargetBatchSchema,
-} from './schemas.js';
+import { batchEnvelopeSchema, inboundImportResultSchema, inboundTargetBatchSchema } from './schemas.js';
 import { validateTargets } from './validate-targets.js';
 
 type Deps = { pool: Pool; bus: MessageBus; config: Config };
@@ -24,7 +20,7 @@ const idempotencyDescription =
   'Keys are kept as long as the import job.';
 
 function idempotencyKey(header: string, externalBatchId: string | null): string | null {
-  const key = parseOrThrow(idempotencyKeyHeader, header || undefined, 'Idempotency-Key');
+  const key = idempotencyKeyOf(header);
   if (key) return `header:${key}`;
   return externalBatchId ? `batch:${externalBatchId}` : null;
 }

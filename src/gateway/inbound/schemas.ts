@@ -6,16 +6,10 @@ export const inboundTargetBatchSchema = (maxTargets: number) =>
   z
     .strictObject({
       sourceSystem: sourceSystemSchema,
-      externalBatchId: z
-        .string()
-        .trim()
-        .min(1)
-        .max(200)
-        .nullish()
-        .meta({
-          description:
-            "The source system's id of this batch; also the idempotency key when no Idempotency-Key header is sent.",
-        }),
+      externalBatchId: z.string().trim().min(1).max(200).nullish().meta({
+        description:
+          "The source system's id of this batch; also the idempotency key when no Idempotency-Key header is sent.",
+      }),
       targets: z
         .array(targetItemSchema)
         .min(1)
@@ -37,8 +31,3 @@ export const inboundImportResultSchema = importJobSchema
     }),
   })
   .meta({ id: 'InboundImportResultDto' });
-
-export const idempotencyKeyHeader = z
-  .string()
-  .regex(/^[\x21-\x7e]{1,200}$/, '1 to 200 visible ASCII characters')
-  .optional();

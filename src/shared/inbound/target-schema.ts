@@ -39,7 +39,7 @@ export const timeWindowSchema = z
   .refine((w) => Date.parse(w.end) > Date.parse(w.start), { message: 'end must be after start', path: ['end'] })
   .meta({ id: 'TimeWindow' });
 
-const metadataSchema = z
+export const metadataSchema = z
   .record(z.string().min(1).max(100), z.union([z.string().max(1000), z.number(), z.boolean(), z.null()]))
   .refine((m) => Object.keys(m).length <= 50, { message: 'at most 50 keys' })
   .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= maxMetadataBytes, {

@@ -7,6 +7,8 @@ import type { TopicSpec } from './bus.js';
 export const topicNames = (config: Pick<Config, 'kafkaTopicPrefix'>) => ({
   /** Chunks of inbound targets, keyed by import job id (a job's chunks stay in order). */
   inboundTargets: `${config.kafkaTopicPrefix}inbound.targets`,
+  /** Field jobs to materialise, keyed by field job id. */
+  jobs: `${config.kafkaTopicPrefix}jobs`,
 });
 
 export type TopicName = keyof ReturnType<typeof topicNames>;

@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../../shared/config.js';
+import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import { AppError, type FieldErrors } from '../../shared/errors.js';
+import { jobMessageType, jobMessageVersion, type JobPayload } from '../../shared/jobs/job-message.js';
+import type { CreateJobRequest } from '../../shared/jobs/job.js';
+import type { MessageBus } from '../../shared/kafka/bus.js';
+import { topicNames } from '../../shared/kafka/topics.js';
+import { envelope } from '../../shared/messages.js';
+import type { AuthenticatedClient } from '../auth/authenticate.js';
+import { recordThenProduce } from '../edge/record-then-produce.js';
+import { findJobRequest, insertJobRequest, jobTypeExists, lockKey, nextJobNumber, targetExists } from './store.js';
+
+type Ids = { requestId: string; correlationId: string };
+export type CreateJobAnswer = { status: 201 | 200; body: Record<string, unknown> };
+
+/** What makes a well-formed request impossible to carry out (422), field by field. */
+async function unprocessable(
+  tx: PoolClient,
+  tenantId: string,
+  req: CreateJobRequest,
+  now: number,
+): Promise<FieldErrors> {
+  const errors: FieldErrors = {};
+  const window = req.requestedTimeWindow;
+  if (window && Date.parse(window.end) <= Date.parse(window.start)) {
+    errors['requestedTimeWindow.end'] = ['must be after requestedTimeWindow.start'];
+  } else if (window && Date.parse(window.end) < now) {
+    errors['requestedTimeWindow.end'] = ['the requested time window is in the past'];
+  }
+  if (!(await jobTypeExists(tx, tenantId, req.jobType))) errors.jobType = [`unknown job type ${req.jobType}`];
+  const ref = req.importTargetRef;
+  if (ref && !(await targetExists(tx, tenantId, ref.sourceSystem, ref.externalId))) {
+    errors.importTargetRef = [`no inbound target ${ref.externalId} from ${ref.sourceSystem}`];
+  }
+  return errors;
+}
+
+/**
+ * Creates a field job once per idempotency key (the Idempotency-Key header, else the external id):
+ * new key → 201; same key and body → 200 replay with the first ids; otherwise 409. Duplicates in
+ * flight queue on an advisory lock of (tenant, key) and see the first one's committed row.
+ */
+export function createJob(
+  deps: { pool: Pool; bus: MessageBus; config: Config },
+  client: AuthenticatedClient,
+  ids: Ids,
+  req: { body: CreateJobRequest; hash: Buffer; key: string },
+): Promise<CreateJobAnswer> {
+  const { body, hash, key } = req;
+  const answer = (status: 201 | 200, row: { fieldJobId: string; jobNumber: string; status: string }) => ({
+    status,
+    body: {
+      requestId: ids.requestId,
+      correlationId: ids.correlationId,
+      externalId: body.externalId,
+      fieldJobId: row.fieldJobId,
+      jobNumber: row.jobNumber,
+      status: row.status,
+      created: status === 201,
+      idempotentReplay: status === 200,
+    },
+  });
+
+  return recordThenProduce<CreateJobAnswer>(deps.pool, deps.bus, async (tx) => {
+    await lockKey(tx, client.tenantId, `key:${key}`);
+    await lockKey(tx, client.tenantId, `ext:${body.externalId}`);
+    const existing = await findJobRequest(tx, client.tenantId, key, body.externalId);
+    if (existing) {
+      if (existing.idempotency_key === key && existing.request_hash.equals(hash)) {
+        const status = existing.status ?? 'Created';
+        return { result: answer(200, { fieldJobId: existing.field_job_id, jobNumber: existing.job_number, status }) };
+      }
+      const field = existing.idempotency_key === key ? 'Idempotency-Key' : 'externalId';
+      throw new AppError(
+        'idempotency_conflict',
+        existing.idempotency_key === key
+          ? 'This idempotency key was already used with a different body.'
+          : `A job with externalId ${body.externalId} was already created by another request.`,
+        { [field]: ['already used for a different job request'] },
+        { fieldJobId: existing.field_job_id },
+      );
+    }
+    const errors = await unprocessable(tx, client.tenantId, body, Date.now());
+    if (Object.keys(errors).length > 0) {
+      throw new AppError('unprocessable', 'The job cannot be created as requested.', errors);
+    }
+    const fieldJobId = randomUUID();
+    const jobNumber = await nextJobNumber(tx, client.tenantId);
+    await insertJobRequest(tx, {
+      fieldJobId,
+      tenantId: client.tenantId,
+      clientId: client.clientId,
+      externalId: body.externalId,
+      key,
+      hash,
+      jobNumber,
+      request: body,
+    });
+    const payload: JobPayload = { fieldJobId, jobNumber, request: body };
+    const message = envelope(
+      jobMessageType,
+      jobMessageVersion,
+      { tenantId: client.tenantId, clientId: client.clientId, ...ids },
+      payload,
+    );
+    return {
+      result: answer(201, { fieldJobId, jobNumber, status: 'Created' }),
+      produce: {
+        topic: topicNames(deps.config).jobs,
+        messages: [{ key: fieldJobId, value: JSON.stringify(message), headers: { 'message-type': jobMessageType } }],
+      },
+    };
+  });
+}

@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { envelopeSchema } from '../messages.js';
+import { createJobRequestSchema } from './job.js';
+
+// jobs.create v1: a field job the gateway numbered and recorded, for the worker to materialise.
+export const jobMessageType = 'jobs.create';
+export const jobMessageVersion = 1;
+
+export const jobPayloadSchema = z.object({
+  fieldJobId: z.uuid(),
+  jobNumber: z.string(),
+  request: createJobRequestSchema,
+});
+export type JobPayload = z.infer<typeof jobPayloadSchema>;
+
+export const jobMessageSchema = envelopeSchema.extend({
+  type: z.literal(jobMessageType),
+  version: z.literal(jobMessageVersion),
+  payload: jobPayloadSchema,
+});

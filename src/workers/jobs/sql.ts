@@ -1,0 +1,18 @@
+// Statements of the jobs worker.
+
+export const lockJobRequest = `
+  SELECT field_job_id, materialized_at FROM job_requests WHERE field_job_id = $1 AND tenant_id = $2 FOR UPDATE`;
+
+export const insertFieldJob = `
+  INSERT INTO field_jobs (id, tenant_id, external_id, job_number, title, description, job_type, priority, customer,
+                          site, window_start, window_end, expected_duration_minutes, import_target, metadata)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+  ON CONFLICT (id) DO NOTHING`;
+
+/** The job's work order (external id = the job's); an existing unlinked one of that id is linked. */
+export const upsertWorkOrder = `
+  INSERT INTO work_orders (tenant_id, external_work_order_id, title, field_job_id) VALUES ($1, $2, $3, $4)
+  ON CONFLICT (tenant_id, external_work_order_id) DO UPDATE SET field_job_id = EXCLUDED.field_job_id
+  WHERE work_orders.field_job_id IS NULL`;
+
+export const markMaterialized = `UPDATE job_requests SET materialized_at = now() WHERE field_job_id = $1`;
