@@ -15,6 +15,7 @@ import { inboundRoutes } from './inbound/routes.js';
 import { inventoryRoutes } from './inventory/routes.js';
 import { jobRoutes } from './jobs/routes.js';
 import { buildOpenApiDocument } from './openapi/document.js';
+import { routeSuggestionRoutes } from './route-suggestions/routes.js';
 import type { GatewayMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
@@ -42,6 +43,7 @@ export function allRoutes(deps: AppDeps): RouteDefinition[] {
     ...inboundRoutes(deps),
     ...importJobRoutes(deps.pool, deps.config),
     ...jobRoutes(deps),
+    ...routeSuggestionRoutes(deps.pool, deps.config),
     ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,

@@ -1,9 +1,10 @@
 // Local search on distance, accepting only moves whose re-simulated timing stays feasible:
 // 2-opt (reverse a span) and or-opt (move a chain of 1-3 stops, either way round) inside a route,
-// then relocation of single stops between routes (granular: next to a near target). First improvement; budgets count evaluations
-// (not wall-clock) so the result is the same on every machine.
+// and between routes relocation of single stops and exchange of route tails (2-opt*), each only
+// next to one of a stop's nearest targets.
+// First improvement; budgets count evaluations, not wall-clock, so every machine gets the same.
 import type { Neighbours } from './neighbours.js';
-import type { Route } from './schedule.js';
+import { timeEpsilon, type Route } from './schedule.js';
 
 /** A move must gain more than this (km) to count: stops float-noise cycles. */
 const minGainKm = 1e-9;
@@ -24,19 +25,23 @@ export function improveRoute(route: Route, budget: Budget): boolean {
 
 function twoOpt(route: Route, scratch: Int32Array, budget: Budget): boolean {
   const len = route.length;
-  const seq = route.seq;
+  const { seq, p } = route;
+  const { dist, size } = p;
   let changed = false;
   for (let i = 0; i < len - 1; i++) {
+    const a = route.node(i - 1);
     for (let j = i + 1; j < len; j++) {
       if (--budget.left <= 0) return changed;
-      const a = route.node(i - 1);
+      const si = seq[i]!;
+      const sj = seq[j]!;
       const b = route.node(j + 1);
-      const gain = route.d(a, seq[i]!) + route.d(seq[j]!, b) - route.d(a, seq[j]!) - route.d(seq[i]!, b);
+      const gain = dist[a * size + si]! + dist[sj * size + b]! - dist[a * size + sj]! - dist[si * size + b]!;
       if (gain <= minGainKm) continue;
       for (let x = 0; x <= j - i; x++) scratch[x] = seq[j - x]!;
       budget.left -= j - i;
       if (!route.spanFeasible(i, j + 1, scratch, j - i + 1)) continue;
       route.replaceSpan(i, scratch, j - i + 1);
+      budget.left -= len; // the refresh
       changed = true;
     }
   }
@@ -44,7 +49,8 @@ function twoOpt(route: Route, scratch: Int32Array, budget: Budget): boolean {
 }
 
 function orOpt(route: Route, scratch: Int32Array, budget: Budget): boolean {
-  const seq = route.seq;
+  const { seq, p } = route;
+  const { dist, size, end } = p;
   const len = route.length;
   let changed = false;
   for (let segLen = 1; segLen <= 3; segLen++) {
@@ -58,12 +64,12 @@ function orOpt(route: Route, scratch: Int32Array, budget: Budget): boolean {
       for (let j = 0; j <= len; j++) {
         if (j >= i && j <= i + segLen) continue;
         if (--budget.left <= 0) return changed;
-        const c = route.node(j - 1);
-        const e = route.node(j);
-        const forward = route.d(c, first) + route.d(last, e);
-        const backward = segLen > 1 ? route.d(c, last) + route.d(first, e) : Infinity;
+        const c = j > 0 ? seq[j - 1]! : 0;
+        const e = j < len ? seq[j]! : end;
+        const forward = dist[c * size + first]! + dist[last * size + e]!;
+        const backward = segLen > 1 ? dist[c * size + last]! + dist[first * size + e]! : Infinity;
         const reversed = backward < forward;
-        if (removeGain - (reversed ? backward : forward) + route.d(c, e) <= minGainKm) continue;
+        if (removeGain - (reversed ? backward : forward) + dist[c * size + e]! <= minGainKm) continue;
         // The span from the insertion point to the far end of the chain, rebuilt in new order.
         let count = 0;
         const chain = (): void => {
@@ -85,6 +91,7 @@ function orOpt(route: Route, scratch: Int32Array, budget: Budget): boolean {
         budget.left -= count;
         if (!route.spanFeasible(from, to, scratch, count)) continue;
         route.replaceSpan(from, scratch, count);
+        budget.left -= len;
         changed = true;
         break; // The chain moved: positions from i on changed meaning; go on with the next i.
       }
@@ -93,15 +100,11 @@ function orOpt(route: Route, scratch: Int32Array, budget: Budget): boolean {
   return changed;
 }
 
-/** Moves single stops into another route, next to one of their nearest targets, where that
- *  saves distance; returns the routes it changed. */
-export function relocateBetween(routes: Route[], near: Neighbours, budget: Budget): Set<Route> {
-  const touched = new Set<Route>();
-  const none = new Int32Array(0);
-  const p = routes[0]?.p;
-  if (!p) return touched;
-  const routeOf = new Int32Array(p.size).fill(-1);
-  const posOf = new Int32Array(p.size);
+/** Where each stop is: route index and position (-1 when unrouted). */
+function locator(routes: Route[]): { routeOf: Int32Array; posOf: Int32Array; locate: (r: number) => void } {
+  const size = routes[0]?.p.size ?? 0;
+  const routeOf = new Int32Array(size).fill(-1);
+  const posOf = new Int32Array(size);
   const locate = (r: number): void => {
     routes[r]!.seq.forEach((k, i) => {
       routeOf[k] = r;
@@ -109,6 +112,57 @@ export function relocateBetween(routes: Route[], near: Neighbours, budget: Budge
     });
   };
   routes.forEach((_, r) => locate(r));
+  return { routeOf, posOf, locate };
+}
+
+/** 2-opt*: route A keeps its stops up to k and continues with route B's stops from a near target
+ *  nb on; B keeps its stops before nb and continues with A's after k. All routes share the end
+ *  depot, so each tail keeps its latest-arrival bounds: feasibility is two comparisons. */
+export function exchangeTails(routes: Route[], near: Neighbours, budget: Budget): Set<Route> {
+  const touched = new Set<Route>();
+  const { routeOf, posOf, locate } = locator(routes);
+  for (let ra = 0; ra < routes.length; ra++) {
+    const a = routes[ra]!;
+    for (let i = 0; i < a.length; i++) {
+      const k = a.seq[i]!;
+      const afterK = a.node(i + 1);
+      for (let x = 0; x < near.k; x++) {
+        const nb = near.list[k * near.k + x]!;
+        if (nb < 0) break;
+        const rb = routeOf[nb]!;
+        if (rb === ra || rb < 0) continue;
+        if (--budget.left <= 0) return touched;
+        const b = routes[rb]!;
+        const j = posOf[nb]!;
+        const beforeNb = b.node(j - 1);
+        const gain = a.d(k, afterK) + a.d(beforeNb, nb) - a.d(k, nb) - a.d(beforeNb, afterK);
+        if (gain <= minGainKm) continue;
+        if (i + 1 + b.length - j > a.p.maxStops || j + a.length - i - 1 > a.p.maxStops) continue;
+        const p = a.p;
+        if (a.dep[i]! + a.d(k, nb) * p.minutesPerKm > b.late[j]! + timeEpsilon) continue;
+        const bHeadDone = j > 0 ? b.dep[j - 1]! : p.shiftStart;
+        if (bHeadDone + a.d(beforeNb, afterK) * p.minutesPerKm > a.late[i + 1]! + timeEpsilon) continue;
+        const newA = [...a.seq.slice(0, i + 1), ...b.seq.slice(j)];
+        const newB = [...b.seq.slice(0, j), ...a.seq.slice(i + 1)];
+        a.replaceAll(newA);
+        b.replaceAll(newB);
+        budget.left -= newA.length + newB.length;
+        locate(ra);
+        locate(rb);
+        touched.add(a).add(b);
+        break; // k's successor changed: go on with the next stop.
+      }
+    }
+  }
+  return touched;
+}
+
+/** Moves single stops into another route, next to one of their nearest targets, where that
+ *  saves distance; returns the routes it changed. */
+export function relocateBetween(routes: Route[], near: Neighbours, budget: Budget): Set<Route> {
+  const touched = new Set<Route>();
+  const none = new Int32Array(0);
+  const { routeOf, posOf, locate } = locator(routes);
   for (let ri = 0; ri < routes.length; ri++) {
     const from = routes[ri]!;
     for (let i = 0; i < from.length; i++) {
@@ -142,6 +196,7 @@ export function relocateBetween(routes: Route[], near: Neighbours, budget: Budge
       const to = routes[target]!;
       from.removeAt(i);
       to.insert(k, at);
+      budget.left -= from.length + to.length;
       routeOf[k] = -1;
       locate(ri);
       locate(target);

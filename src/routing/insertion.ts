@@ -87,12 +87,15 @@ function insertTier(routes: Route[], tier: readonly number[]): number[] {
         bestPos = moved;
       }
       // The two edges created by the insertion; ties go to the lower position, as in bestIn.
-      for (const at of [q, q + 1]) {
-        const cNew = route.insertionCost(k, at);
-        if (cNew < bestCost || (cNew === bestCost && cNew !== Infinity && at < bestPos)) {
-          bestCost = cNew;
-          bestPos = at;
-        }
+      const left = route.insertionCost(k, q);
+      if (left < bestCost || (left === bestCost && left !== Infinity && q < bestPos)) {
+        bestCost = left;
+        bestPos = q;
+      }
+      const right = route.insertionCost(k, q + 1);
+      if (right < bestCost || (right === bestCost && right !== Infinity && q + 1 < bestPos)) {
+        bestCost = right;
+        bestPos = q + 1;
       }
       cost[e] = bestCost;
       pos[e] = bestPos;

@@ -1,13 +1,19 @@
 // Benchmark baseline: what a dispatcher does by hand. Vehicle after vehicle, drive to the nearest
 // unvisited target that can still be served (window, shift end, stop limit), until none can.
 // Same filtering, timing rules and output shape as suggestRoutes, so distances compare.
-import { buildProblem } from './problem.js';
+import { buildProblem, type Problem } from './problem.js';
 import { buildResult } from './result.js';
 import { Route, earliestStart, timeEpsilon } from './schedule.js';
 import type { RouteSuggestionInput, RouteSuggestionResult } from './types.js';
 
 export function nearestNeighbourRoutes(input: RouteSuggestionInput): RouteSuggestionResult {
   const p = buildProblem(input);
+  const { routes, leftovers } = nearestNeighbourTours(p);
+  return buildResult(p, input, routes, leftovers);
+}
+
+/** The baseline's routes; suggestRoutes also improves them as one of its starting points. */
+export function nearestNeighbourTours(p: Problem): { routes: Route[]; leftovers: number[] } {
   const visited = new Uint8Array(p.size);
   const routes: Route[] = [];
   for (let v = 0; v < p.vehicles; v++) {
@@ -38,5 +44,5 @@ export function nearestNeighbourRoutes(input: RouteSuggestionInput): RouteSugges
   }
   const leftovers: number[] = [];
   for (let k = 1; k <= p.n; k++) if (!visited[k]) leftovers.push(k);
-  return buildResult(p, input, routes, leftovers);
+  return { routes, leftovers };
 }

@@ -6,6 +6,8 @@ import { parseClock } from './time.js';
 import type { GeoPoint, RouteSuggestionInput, UnplacedReason } from './types.js';
 
 export const defaultAverageSpeedKmh = 40;
+/** The distance matrix grows with the square: 5,000 targets is 200 MB. */
+export const maxTargets = 5_000;
 
 export type Problem = {
   n: number;
@@ -102,6 +104,7 @@ export function buildProblem(input: RouteSuggestionInput): Problem {
     throw new RouteInputError('averageSpeedKmh must be a positive number');
   }
   if (!Array.isArray(input.targets)) throw new RouteInputError('targets must be an array');
+  if (input.targets.length > maxTargets) throw new RouteInputError(`targets must hold at most ${maxTargets} entries`);
   const minutesPerKm = 60 / speed;
 
   const rejected = new Map<number, UnplacedReason>();
@@ -115,15 +118,20 @@ export function buildProblem(input: RouteSuggestionInput): Problem {
     priority: number;
   }[] = [];
   const wholeShift: Interval[] = [[shiftStart, shiftEnd]];
+  const ids = new Set<string>();
   input.targets.forEach((t, index) => {
     const field = `targets[${index}]`;
     if (typeof t?.externalId !== 'string') throw new RouteInputError(`${field}.externalId must be a string`);
+    // The output names targets by externalId only.
+    if (ids.has(t.externalId)) throw new RouteInputError(`${field}.externalId ${JSON.stringify(t.externalId)} is not unique`);
+    ids.add(t.externalId);
     if (typeof t.serviceMinutes !== 'number' || !Number.isFinite(t.serviceMinutes) || t.serviceMinutes < 0) {
       throw new RouteInputError(`${field}.serviceMinutes must be a non-negative number`);
     }
     const priority = t.priority ?? 0;
     if (typeof priority !== 'number' || !Number.isFinite(priority))
       throw new RouteInputError(`${field}.priority must be a number`);
+    if (!Array.isArray(t.timeWindows ?? [])) throw new RouteInputError(`${field}.timeWindows must be an array`);
     const windows = (t.timeWindows ?? []).map((w, wi): Interval => {
       const s = parseClock(w.start, `${field}.timeWindows[${wi}].start`);
       const e = parseClock(w.end, `${field}.timeWindows[${wi}].end`);

@@ -1,20 +1,22 @@
 // Runs suggestRoutes in a worker thread so a 2,000-target draft (seconds of CPU) does not stall
 // the caller's event loop. One short-lived worker per call: no pool to size, drain or leak.
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { RouteInputError } from './errors.js';
 import type { WorkerReply } from './routing-worker.js';
 import type { RouteSuggestionInput, RouteSuggestionResult } from './types.js';
 
-/** Compiled JS next to this module in dist; the .ts source under tsx/vitest, loaded through tsx. */
-function workerScript(): { url: URL; execArgv: string[] } {
+/** The compiled worker next to this module (dist). From the .ts sources (tsx, vitest) the worker
+ *  must load TypeScript, and Node 20 ignores loader flags in a Worker's execArgv
+ *  (nodejs/node#47747): a tiny bootstrap registers tsx inside the worker, then imports the .ts. */
+function workerScript(): { script: string | URL; eval: boolean } {
   const js = new URL('./routing-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return { url: js, execArgv: [] };
-  // Resolved from here, not from the process's working directory as a bare '--import tsx' would be.
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  return { url: new URL('./routing-worker.ts', import.meta.url), execArgv: ['--import', tsx] };
+  if (existsSync(fileURLToPath(js))) return { script: js, eval: false };
+  const ts = new URL('./routing-worker.ts', import.meta.url).href;
+  const tsxApi = import.meta.resolve('tsx/esm/api');
+  const script = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(ts)}); });`;
+  return { script, eval: true };
 }
 
 /** Rejects with RouteInputError for bad input (as suggestRoutes throws it), AbortError on abort. */
@@ -24,9 +26,9 @@ export function runRouteSuggestionInWorker(
 ): Promise<RouteSuggestionResult> {
   const { signal } = options;
   if (signal?.aborted) return Promise.reject(signal.reason);
-  const { url, execArgv } = workerScript();
+  const { script, eval: evaluate } = workerScript();
   return new Promise((resolve, reject) => {
-    const worker = new Worker(url, { workerData: input, execArgv });
+    const worker = new Worker(script, { eval: evaluate, workerData: input });
     let settled = false;
     const settle = (fn: () => void): void => {
       if (settled) return;

@@ -122,6 +122,11 @@ export class Route {
     return k!;
   }
 
+  replaceAll(nodes: readonly number[]): void {
+    this.seq.splice(0, this.seq.length, ...nodes);
+    this.refresh();
+  }
+
   /** Overwrites positions [from, from + count) with `nodes` (a permutation of them) and refreshes. */
   replaceSpan(from: number, nodes: ArrayLike<number>, count: number): void {
     for (let i = 0; i < count; i++) this.seq[from + i] = nodes[i]!;

@@ -37,6 +37,7 @@ const configSchema = z.object({
   INBOUND_MAX_IN_FLIGHT: int(16, 1, 10_000),
   IMPORT_JOBS_MAX_TAKE: int(200, 1, 10_000),
   ORPHAN_GRACE_MS: int(30_000, 0, 3_600_000),
+  ROUTE_SUGGESTION_MAX_IN_FLIGHT: int(2, 1, 64),
   WORKERS: z
     .string()
     .regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names')
@@ -70,6 +71,8 @@ export type Config = {
   importJobsMaxTake: number;
   /** How long a worker waits for the edge record a message names before dropping it as an orphan. */
   orphanGraceMs: number;
+  /** Route suggestion drafts one gateway computes at once (worker threads). */
+  routeSuggestionMaxInFlight: number;
   workers: string[];
   /** Touched every 10 s by the worker runner when set (container liveness). */
   workerHeartbeatFile: string;
@@ -111,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inboundMaxInFlight: c.INBOUND_MAX_IN_FLIGHT,
     importJobsMaxTake: c.IMPORT_JOBS_MAX_TAKE,
     orphanGraceMs: c.ORPHAN_GRACE_MS,
+    routeSuggestionMaxInFlight: c.ROUTE_SUGGESTION_MAX_IN_FLIGHT,
     workers: c.WORKERS.split(',')
       .map((s) => s.trim())
       .filter(Boolean),

@@ -47,6 +47,14 @@ export const errorCatalogue = {
     kind: 'conflict',
     description: 'The idempotency key was already used with a different request body.',
   },
+  import_job_not_finished: {
+    kind: 'conflict',
+    description: 'The import job is still Queued or Processing; retry when it is final.',
+  },
+  no_routable_targets: {
+    kind: 'unprocessable',
+    description: 'The import job has no target that can be routed (none with coordinates on that day).',
+  },
   payload_too_large: { kind: 'too_large', description: 'The body exceeds the documented size limit.' },
   unsupported_media_type: {
     kind: 'unsupported_media_type',

@@ -46,3 +46,46 @@ export async function insertImportJob(pool: Pool, caller: { tenantId: string; cl
   );
   return Number(rows[0].id);
 }
+
+/** A finished import job of the caller with one routable target (for route-suggestion tests). */
+export async function insertFinishedImportJob(
+  pool: Pool,
+  caller: { tenantId: string; clientId: string },
+): Promise<number> {
+  const id = await insertImportJob(pool, caller);
+  await pool.query(`UPDATE import_jobs SET status = 'Completed', applied_count = 1, chunks_done = 1 WHERE id = $1`, [
+    id,
+  ]);
+  await pool.query(
+    `INSERT INTO targets (tenant_id, source_system, external_id, name, latitude, longitude, last_import_job_id, last_item_index)
+     VALUES ($1, 'fixture', $2, 'Fixture site', 52.52, 13.41, $3, 0)`,
+    [caller.tenantId, `fixture-${id}`, id],
+  );
+  return id;
+}
+
+/** A stored route suggestion draft of the caller. */
+export async function insertRouteSuggestion(
+  pool: Pool,
+  caller: { tenantId: string; clientId: string },
+): Promise<string> {
+  const jobId = await insertFinishedImportJob(pool, caller);
+  const { rows } = await pool.query(
+    `INSERT INTO route_suggestions (id, tenant_id, client_id, import_job_id, request, result)
+     VALUES (gen_random_uuid(), $1, $2, $3, $4, $5) RETURNING id`,
+    [
+      caller.tenantId,
+      caller.clientId,
+      jobId,
+      JSON.stringify({ date: '2026-11-23', vehicles: 1 }),
+      JSON.stringify({
+        routes: [],
+        unplaced: [],
+        totalDistanceKm: 0,
+        totalDurationMinutes: 0,
+        summary: { targets: 0, placed: 0, unplaced: 0 },
+      }),
+    ],
+  );
+  return rows[0].id;
+}

@@ -15,6 +15,7 @@ export const routeScopes: Record<string, Scope> = {
   'GET /api/v1/import-jobs': 'import_jobs.read',
   'GET /api/v1/import-jobs/{id}': 'import_jobs.read',
   'POST /api/v1/import-jobs/{id}/route-suggestion': 'route_suggestions.create',
+  'GET /api/v1/route-suggestions/{id}': 'route_suggestions.create',
   'POST /api/v1/inbound/targets': 'inbound.targets.write',
   'POST /api/v1/inbound/targets/batch': 'inbound.targets.batch.write',
   'GET /api/v1/integration/health': 'integration.health.read',

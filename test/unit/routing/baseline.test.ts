@@ -15,13 +15,17 @@ describe('heuristic against the nearest-neighbour baseline', () => {
     expect(heuristic.totalDistanceKm).toBeLessThanOrEqual(nn.totalDistanceKm);
   });
 
-  it.each([1, 2, 3])('places at least as many of 200 windowed targets, and drives no more when it places as many (seed %i)', (seed) => {
-    const input = randomDraft(seed, 200, { vehicles: 5, windowShare: 0.3 });
-    const heuristic = suggestRoutes(input);
-    const nn = nearestNeighbourRoutes(input);
-    checkResult(input, heuristic);
-    checkResult(input, nn);
-    expect(placedCount(heuristic)).toBeGreaterThanOrEqual(placedCount(nn));
-    if (placedCount(heuristic) === placedCount(nn)) expect(heuristic.totalDistanceKm).toBeLessThanOrEqual(nn.totalDistanceKm);
-  });
+  it.each([1, 2, 3])(
+    'places at least as many of 200 windowed targets, and drives no more when it places as many (seed %i)',
+    (seed) => {
+      const input = randomDraft(seed, 200, { vehicles: 5, windowShare: 0.3 });
+      const heuristic = suggestRoutes(input);
+      const nn = nearestNeighbourRoutes(input);
+      checkResult(input, heuristic);
+      checkResult(input, nn);
+      expect(placedCount(heuristic)).toBeGreaterThanOrEqual(placedCount(nn));
+      if (placedCount(heuristic) === placedCount(nn))
+        expect(heuristic.totalDistanceKm).toBeLessThanOrEqual(nn.totalDistanceKm);
+    },
+  );
 });

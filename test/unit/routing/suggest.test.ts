@@ -3,7 +3,7 @@ import { RouteInputError } from '../../../src/routing/errors.js';
 import { earthRadiusKm, haversineKm } from '../../../src/routing/geo.js';
 import { suggestRoutes } from '../../../src/routing/suggest.js';
 import type { RouteSuggestionInput, RouteTarget } from '../../../src/routing/types.js';
-import { checkResult, depot, placedCount, randomDraft } from './helpers.js';
+import { checkResult, depot, mulberry32, placedCount, randomDraft } from './helpers.js';
 
 /** The point `km` from the depot at `bearingDeg` (spherical destination formula). */
 function destination(bearingDeg: number, km: number): { lat: number; lon: number } {
@@ -95,6 +95,36 @@ describe('suggestRoutes', () => {
       const result = suggestRoutes(input);
       checkResult(input, result);
       expect(placedCount(result)).toBeGreaterThan(60);
+    }
+  });
+
+  it('stays feasible on mixed drafts: end depot, several windows, stop limit, priorities, no coordinates', () => {
+    for (const seed of [21, 22, 23, 24, 25, 26]) {
+      const rnd = mulberry32(seed);
+      const base = randomDraft(seed, 150, {
+        vehicles: 1 + Math.floor(rnd() * 6),
+        windowShare: 0.5,
+        halfKm: 5 + rnd() * 20,
+      });
+      const input: RouteSuggestionInput = {
+        ...base,
+        endDepot: destination(rnd() * 360, rnd() * 10),
+        maxStopsPerRoute: rnd() < 0.5 ? 10 + Math.floor(rnd() * 30) : undefined,
+        averageSpeedKmh: 20 + rnd() * 40,
+        shift: { start: '07:30', end: rnd() < 0.5 ? '16:00' : '19:45' },
+        targets: base.targets.map((t, i) => ({
+          ...t,
+          lat: i % 37 === 0 ? null : t.lat,
+          priority: Math.floor(rnd() * 3),
+          timeWindows:
+            rnd() < 0.2
+              ? [{ start: '08:00', end: '09:30' }, { start: '13:00', end: '15:00' }, ...t.timeWindows]
+              : t.timeWindows,
+        })),
+      };
+      const result = suggestRoutes(input);
+      checkResult(input, result);
+      expect(result.unplaced.filter((u) => u.reason === 'NoCoordinates')).toHaveLength(5);
     }
   });
 
@@ -215,5 +245,14 @@ describe('suggestRoutes', () => {
   ])('rejects a bad %s with RouteInputError', (field, patch) => {
     expect(() => suggestRoutes(draft([target('a', destination(0, 1))], patch))).toThrow(RouteInputError);
     expect(() => suggestRoutes(draft([target('a', destination(0, 1))], patch))).toThrow(field);
+  });
+
+  it('rejects duplicate externalIds and windows that cross midnight', () => {
+    expect(() => suggestRoutes(draft([target('a', destination(0, 1)), target('a', destination(90, 1))]))).toThrow(
+      /targets\[1\]\.externalId/,
+    );
+    expect(() =>
+      suggestRoutes(draft([target('a', destination(0, 1), { timeWindows: [{ start: '22:00', end: '02:00' }] })])),
+    ).toThrow(RouteInputError);
   });
 });

@@ -1,0 +1,105 @@
+// `npx tsx bench/routing.ts`: the route-suggestion heuristic against a nearest-neighbour
+// dispatcher on random city-scale drafts (seeded, so every run sees the same instances).
+// Prints a table and writes the rows to bench/results/routing.json; asserts nothing.
+// When the shifts cannot hold all the work the two place different numbers of targets, so total
+// km alone says little: the "NN stops only" column reruns the heuristic on exactly the targets
+// the baseline placed (same work, distances comparable).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { nearestNeighbourRoutes } from '../src/routing/nearest-neighbour.js';
+import { suggestRoutes } from '../src/routing/suggest.js';
+import type { RouteSuggestionInput, RouteSuggestionResult } from '../src/routing/types.js';
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const clock = (m: number): string => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+
+type Scenario = { name: string; serviceMinutes: [number, number]; windowShare: number; cases: [n: number, vehicles: number][] };
+
+const scenarios: Scenario[] = [
+  // As the issue asks: more work than 12-hour shifts hold, so placed counts differ too.
+  { name: 'issue', serviceMinutes: [10, 30], windowShare: 0.3, cases: [[200, 5], [1000, 10], [2000, 20]] },
+  // Enough vehicles for everything and no windows: both place all, distances compare directly.
+  { name: 'all-fit', serviceMinutes: [5, 10], windowShare: 0, cases: [[200, 5], [1000, 15], [2000, 30]] },
+];
+
+/** ~30×30 km around a depot, shift 07:00–19:00, some targets with one 2–4 h window. */
+function instance(n: number, vehicles: number, scenario: Scenario, seed: number): RouteSuggestionInput {
+  const rnd = mulberry32(seed);
+  const depot = { lat: 52.52, lon: 13.405 };
+  const dLat = 15 / 111.2;
+  const dLon = 15 / (111.2 * Math.cos((depot.lat * Math.PI) / 180));
+  const [minService, maxService] = scenario.serviceMinutes;
+  return {
+    depot,
+    date: '2025-06-02',
+    vehicles,
+    shift: { start: '07:00', end: '19:00' },
+    targets: Array.from({ length: n }, (_, i) => {
+      const lat = depot.lat + (rnd() * 2 - 1) * dLat;
+      const lon = depot.lon + (rnd() * 2 - 1) * dLon;
+      const serviceMinutes = minService + Math.floor(rnd() * (maxService - minService + 1));
+      let timeWindows: { start: string; end: string }[] = [];
+      if (rnd() < scenario.windowShare) {
+        const length = 120 + 30 * Math.floor(rnd() * 5);
+        const start = 7 * 60 + 15 * Math.floor((rnd() * (12 * 60 - length)) / 15);
+        timeWindows = [{ start: clock(start), end: clock(start + length) }];
+      }
+      return { externalId: `T${i + 1}`, lat, lon, serviceMinutes, timeWindows };
+    }),
+  };
+}
+
+function timed(fn: () => RouteSuggestionResult): [RouteSuggestionResult, number] {
+  const t = performance.now();
+  const result = fn();
+  return [result, performance.now() - t];
+}
+
+const placed = (r: RouteSuggestionResult): number => r.routes.reduce((sum, route) => sum + route.stops.length, 0);
+
+const rows = scenarios.flatMap((scenario) =>
+  scenario.cases.map(([n, vehicles]) => {
+    const input = instance(n, vehicles, scenario, 7 + n);
+    const [heuristic, heuristicMs] = timed(() => suggestRoutes(input));
+    const [nn, nnMs] = timed(() => nearestNeighbourRoutes(input));
+    const perStop = (r: RouteSuggestionResult): number => Math.round((r.totalDistanceKm / placed(r)) * 1000) / 1000;
+    // Same work: the heuristic given only the targets the baseline managed to place.
+    const nnStops = new Set(nn.routes.flatMap((r) => r.stops.map((stop) => stop.externalId)));
+    const sameWork = suggestRoutes({ ...input, targets: input.targets.filter((t) => nnStops.has(t.externalId)) });
+    return {
+      scenario: scenario.name,
+      n,
+      vehicles,
+      heuristicKm: heuristic.totalDistanceKm,
+      nearestNeighbourKm: nn.totalDistanceKm,
+      ratio: Math.round((heuristic.totalDistanceKm / nn.totalDistanceKm) * 1000) / 1000,
+      heuristicPlaced: placed(heuristic),
+      nearestNeighbourPlaced: placed(nn),
+      heuristicKmPerStop: perStop(heuristic),
+      nearestNeighbourKmPerStop: perStop(nn),
+      heuristicKmOnNearestNeighbourStops: sameWork.totalDistanceKm,
+      heuristicPlacedOfNearestNeighbourStops: placed(sameWork),
+      heuristicMs: Math.round(heuristicMs),
+      nearestNeighbourMs: Math.round(nnMs),
+    };
+  }),
+);
+
+const header = ['scenario', 'n', 'vehicles', 'heur km', 'NN km', 'heur/NN', 'heur placed', 'NN placed', 'heur km/stop', 'NN km/stop', 'heur km, NN stops only', 'placed of them', 'heur ms', 'NN ms'];
+const table = [header, ...rows.map((r) => Object.values(r).map(String))];
+const widths = header.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
+for (const row of table) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+
+const out = new URL('./results/', import.meta.url);
+mkdirSync(out, { recursive: true });
+writeFileSync(new URL('routing.json', out), `${JSON.stringify(rows, null, 2)}\n`);
+console.log('\nrows written to bench/results/routing.json');

@@ -1,0 +1,69 @@
+import type { Config } from '../../shared/config.js';
+import type { Pool } from '../../shared/db/pool.js';
+import { AppError, notFound } from '../../shared/errors.js';
+import { RouteInputError } from '../../routing/index.js';
+import { importJobIdParamsSchema } from '../import-jobs/schemas.js';
+import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
+import { isTimeZone } from './local-windows.js';
+import { createRouteSuggestionSchema, routeSuggestionSchema, suggestionIdParamsSchema } from './schemas.js';
+import { createRouteSuggestion, defaultServiceMinutes, defaultSpeedKmh } from './suggest.js';
+import { findSuggestion } from './store.js';
+
+const method =
+  `Targets are those whose current data came from the import job (a target later overwritten by another job ` +
+  `belongs to that job). Distances are great-circle; driving time = distance / averageSpeedKmh (default ` +
+  `${defaultSpeedKmh} km/h). A target without serviceDurationMinutes takes ${defaultServiceMinutes} min. Target ` +
+  `time windows are converted to the plan's time zone and clipped to the day; a target whose windows all lie on ` +
+  `other days is unplaced (OutsideTimeWindows). Heuristic: sweep clustering, time-window-aware cheapest ` +
+  `insertion, 2-opt and or-opt; deterministic for the same input; computed in a worker thread.`;
+
+export const routeSuggestionRoutes = (pool: Pool, config: Config): RouteDefinition[] => [
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/import-jobs/{id}/route-suggestion',
+    operationId: 'createImportJobRouteSuggestion',
+    summary: "Create a draft Smart Route Suggestion from an import job's targets",
+    description:
+      `${method} 404: unknown job or another client's. 409 import_job_not_finished: the job is Queued or ` +
+      `Processing (retry when final). 422 no_routable_targets: no target has coordinates on that day. At most ` +
+      `${config.routeSuggestionMaxInFlight} drafts are computed at once per gateway (503 + Retry-After beyond).`,
+    tag: 'Import jobs',
+    auth: 'apiKey',
+    params: importJobIdParamsSchema,
+    body: createRouteSuggestionSchema,
+    maxInFlight: config.routeSuggestionMaxInFlight,
+    errorStatuses: [404, 409, 422],
+    responses: { 200: { description: 'The stored draft', schema: routeSuggestionSchema } },
+    async handler({ params, body, client }) {
+      if (body.timeZone && !isTimeZone(body.timeZone)) {
+        throw new AppError('validation_failed', 'The request body is invalid.', {
+          timeZone: ['unknown IANA time zone'],
+        });
+      }
+      try {
+        return { status: 200, body: await createRouteSuggestion(pool, client, params.id, body) };
+      } catch (err) {
+        if (!(err instanceof RouteInputError)) throw err;
+        const field = err.message.split(' ')[0]!;
+        throw new AppError('validation_failed', 'The request body is invalid.', { [field]: [err.message] });
+      }
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/v1/route-suggestions/{id}',
+    operationId: 'getRouteSuggestion',
+    summary: 'A stored route suggestion draft of the caller',
+    description: "Needs the route_suggestions.create scope (the scope that made it); 404 for another client's.",
+    tag: 'Import jobs',
+    auth: 'apiKey',
+    params: suggestionIdParamsSchema,
+    errorStatuses: [404],
+    responses: { 200: { description: 'The draft', schema: routeSuggestionSchema } },
+    async handler({ params, client }) {
+      const found = await findSuggestion(pool, client.clientId, params.id);
+      if (!found) throw notFound(`Route suggestion ${params.id}`);
+      return { status: 200, body: found };
+    },
+  }),
+];
