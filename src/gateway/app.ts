@@ -14,6 +14,7 @@ import { importJobRoutes } from './import-jobs/routes.js';
 import { inboundRoutes } from './inbound/routes.js';
 import { inventoryRoutes } from './inventory/routes.js';
 import { jobRoutes } from './jobs/routes.js';
+import { materialRoutes } from './materials/routes.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { routeSuggestionRoutes } from './route-suggestions/routes.js';
 import type { GatewayMetrics } from './ops/metrics.js';
@@ -44,6 +45,7 @@ export function allRoutes(deps: AppDeps): RouteDefinition[] {
     ...importJobRoutes(deps.pool, deps.config),
     ...jobRoutes(deps),
     ...routeSuggestionRoutes(deps.pool, deps.config),
+    ...materialRoutes(deps),
     ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,

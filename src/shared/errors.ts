@@ -47,6 +47,12 @@ export const errorCatalogue = {
     kind: 'conflict',
     description: 'The idempotency key was already used with a different request body.',
   },
+  inventory_reference_invalid: {
+    kind: 'invalid',
+    description:
+      'The body is well-formed but names an inventory item or location the tenant does not have, or a unit that is ' +
+      "not the item's unit of measure; see fieldErrors.",
+  },
   import_job_not_finished: {
     kind: 'conflict',
     description: 'The import job is still Queued or Processing; retry when it is final.',

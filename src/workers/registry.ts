@@ -1,5 +1,6 @@
 import { inboundWorker } from './inbound/kind.js';
 import { jobsWorker } from './jobs/kind.js';
+import { materialsWorker } from './materials/kind.js';
 import type { WorkerKind } from './worker-kind.js';
 
 /**
@@ -9,4 +10,5 @@ import type { WorkerKind } from './worker-kind.js';
 export const workerKinds: Record<string, WorkerKind> = {
   inbound: inboundWorker,
   jobs: jobsWorker,
+  materials: materialsWorker,
 };

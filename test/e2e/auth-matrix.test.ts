@@ -1,7 +1,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { routeScopes } from '../../src/gateway/auth/route-scopes.js';
 import { generateApiKey } from '../../src/shared/api-keys.js';
-import { bearer, createClientWithKey, insertImportJob, revokeKey } from '../support/fixtures.js';
+import {
+  bearer,
+  createClientWithKey,
+  insertFinishedImportJob,
+  insertImportJob,
+  insertRouteSuggestion,
+  revokeKey,
+} from '../support/fixtures.js';
 import { useGatewaySuite } from '../support/suite.js';
 
 // A valid request for every integration operation built so far. The matrix below runs each
@@ -21,6 +28,11 @@ const jobBody = () => ({
   customer: { name: 'ACME' },
   site: { address: { line1: 'Main 1', city: 'Berlin', countryCode: 'DE' } },
 });
+const materialUsage = {
+  externalEventId: 'auth-usage-1',
+  usedAt: '2025-06-01T09:30:00+02:00',
+  materials: [{ sku: 'CU-PIPE-15', quantity: 1, unitOfMeasure: 'm' }],
+};
 const target = { externalId: 'auth-1', name: 'Auth matrix site', coordinates: { latitude: 52.5, longitude: 13.4 } };
 const validRequests: Record<string, ValidRequest> = {
   listInventoryItems: { method: 'get', path: '/api/v1/connect/inventory/items' },
@@ -36,7 +48,37 @@ const validRequests: Record<string, ValidRequest> = {
   listImportJobs: { method: 'get', path: '/api/v1/import-jobs' },
   // 200 needs a job of the caller's own.
   getImportJob: { method: 'get', path: async (c) => `/api/v1/import-jobs/${await insertImportJob(suite.pool, c)}` },
+  // One work order and one event id: repeated calls are replays (200, nothing booked twice).
+  listWorkOrderMaterialUsages: {
+    method: 'get',
+    path: async () => `/api/v1/connect/work-orders/${suite.demo.workOrders[0]!.workOrderId}/materials`,
+  },
+  recordWorkOrderMaterialUsage: {
+    method: 'post',
+    path: async () => `/api/v1/connect/work-orders/${suite.demo.workOrders[0]!.workOrderId}/materials`,
+    body: materialUsage,
+  },
+  recordWorkOrderMaterialUsageByExternalId: {
+    method: 'post',
+    path: async () =>
+      `/api/v1/connect/work-orders/by-external-id/${encodeURIComponent(suite.demo.workOrders[0]!.externalWorkOrderId)}/materials`,
+    body: materialUsage,
+  },
   createJob: { method: 'post', path: '/api/v1/connect/jobs', body: jobBody },
+  createImportJobRouteSuggestion: {
+    method: 'post',
+    path: async (c) => `/api/v1/import-jobs/${await insertFinishedImportJob(suite.pool, c)}/route-suggestion`,
+    body: {
+      date: '2026-11-23',
+      depot: { latitude: 52.5, longitude: 13.4 },
+      vehicles: 1,
+      shift: { start: '07:00', end: '19:00' },
+    },
+  },
+  getRouteSuggestion: {
+    method: 'get',
+    path: async (c) => `/api/v1/route-suggestions/${await insertRouteSuggestion(suite.pool, c)}`,
+  },
   createJobUnversioned: { method: 'post', path: '/api/connect/jobs', body: jobBody },
 };
 

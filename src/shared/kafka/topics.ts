@@ -9,6 +9,8 @@ export const topicNames = (config: Pick<Config, 'kafkaTopicPrefix'>) => ({
   inboundTargets: `${config.kafkaTopicPrefix}inbound.targets`,
   /** Field jobs to materialise, keyed by field job id. */
   jobs: `${config.kafkaTopicPrefix}jobs`,
+  /** Recorded work-order material usages to book as stock movements, keyed by work order id. */
+  workOrderMaterials: `${config.kafkaTopicPrefix}workorders.materials`,
 });
 
 export type TopicName = keyof ReturnType<typeof topicNames>;

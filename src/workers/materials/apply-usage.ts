@@ -1,0 +1,37 @@
+import type { Pool } from '../../shared/db/pool.js';
+import { inTransaction } from '../../shared/db/pool.js';
+import type { UsagePayload } from '../../shared/materials/usage-message.js';
+import type { Envelope } from '../../shared/messages.js';
+import { bookMovements, lockUsage, markApplied, markFailed } from './sql.js';
+
+type UsageMessage = Envelope<UsagePayload>;
+export type UsageOutcome = 'applied' | 'duplicate' | 'orphan';
+type UsageRow = { id: string; tenant_id: string; location_id: string; status: string };
+
+/**
+ * Books one recorded usage in ONE transaction: lock the usage row; already Applied → nothing
+ * (a redelivery); else insert its stock movements, move the balances and mark it Applied.
+ * A crash before COMMIT leaves no trace; after it, the status makes redelivery a no-op.
+ */
+export async function applyUsage(
+  pool: Pool,
+  message: UsageMessage,
+  awaitUsage: (load: () => Promise<UsageRow | null>) => Promise<UsageRow | null>,
+): Promise<UsageOutcome> {
+  const { materialUsageId } = message.payload;
+  return inTransaction(pool, async (tx) => {
+    const usage = await awaitUsage(
+      async () => (await tx.query<UsageRow>(lockUsage, [materialUsageId, message.tenantId])).rows[0] ?? null,
+    );
+    if (!usage) return 'orphan';
+    if (usage.status === 'Applied') return 'duplicate';
+    await tx.query(bookMovements, [usage.id, usage.tenant_id, usage.location_id]);
+    await tx.query(markApplied, [usage.id]);
+    return 'applied';
+  });
+}
+
+/** Marks a dead-lettered usage Failed (if still Pending), so readers see it will not be booked. */
+export async function failUsage(pool: Pool, message: UsageMessage, reason: string): Promise<void> {
+  await pool.query(markFailed, [message.payload.materialUsageId, message.tenantId, reason.slice(0, 1000)]);
+}
