@@ -3,13 +3,23 @@ import { ensureDatabase, migrateUp } from '../shared/db/migrate.js';
 import { createPool } from '../shared/db/pool.js';
 import { AdminError, UsageError } from './args.js';
 import type { Command } from './command.js';
+import { appointmentSetStatus } from './commands/appointment.js';
 import { clientCreate, clientRateLimit } from './commands/client.js';
 import { demo } from './commands/demo.js';
 import { keyCreate, keyList, keyRevoke } from './commands/key.js';
 import { tenantCreate } from './commands/tenant.js';
 
 // Each command is typed by its own input; the table only passes parse's output on to run.
-const commands: Command<unknown>[] = [tenantCreate, clientCreate, clientRateLimit, keyCreate, keyRevoke, keyList, demo];
+const commands: Command<unknown>[] = [
+  tenantCreate,
+  clientCreate,
+  clientRateLimit,
+  keyCreate,
+  keyRevoke,
+  keyList,
+  demo,
+  appointmentSetStatus,
+];
 
 export type Io = { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; env: NodeJS.ProcessEnv };
 

@@ -3,6 +3,7 @@ import type { Config } from '../shared/config.js';
 import type { Pool } from '../shared/db/pool.js';
 import type { MessageBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
+import { appointmentRoutes } from './appointments/routes.js';
 import { createApiKeyAuthenticator } from './auth/authenticate.js';
 import { createDependencyChecks } from './health/checks.js';
 import { healthRoutes } from './health/routes.js';
@@ -15,6 +16,7 @@ import { inboundRoutes } from './inbound/routes.js';
 import { inventoryRoutes } from './inventory/routes.js';
 import { jobRoutes } from './jobs/routes.js';
 import { materialRoutes } from './materials/routes.js';
+import { createOAuth, type OAuth } from './oauth/service.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { routeSuggestionRoutes } from './route-suggestions/routes.js';
 import type { GatewayMetrics } from './ops/metrics.js';
@@ -35,7 +37,7 @@ export type AppDeps = {
 };
 
 /** Every operation the gateway serves; the OpenAPI document is generated from this list. */
-export function allRoutes(deps: AppDeps): RouteDefinition[] {
+export function allRoutes(deps: AppDeps, oauth: OAuth = createOAuth(deps)): RouteDefinition[] {
   const check = createDependencyChecks(deps.pool, deps.bus, deps.config.healthCheckTimeoutMs);
   let document: unknown;
   const routes: RouteDefinition[] = [
@@ -46,6 +48,8 @@ export function allRoutes(deps: AppDeps): RouteDefinition[] {
     ...jobRoutes(deps),
     ...routeSuggestionRoutes(deps.pool, deps.config),
     ...materialRoutes(deps),
+    ...oauth.routes(),
+    ...appointmentRoutes(deps),
     ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,
@@ -64,8 +68,10 @@ export function allRoutes(deps: AppDeps): RouteDefinition[] {
 export function createApp(deps: AppDeps): Koa<GatewayState> {
   const app = new Koa<GatewayState>({ proxy: false });
   app.silent = true; // errors are logged by errorHandler, with the request id
-  const router = buildRouter(allRoutes(deps), {
+  const oauth = createOAuth(deps);
+  const router = buildRouter(allRoutes(deps, oauth), {
     authenticate: createApiKeyAuthenticator(deps.pool, deps.config.authCacheTtlMs),
+    authenticateAccessToken: oauth.authenticate,
     rateLimit: createRateLimiter(deps.pool),
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
     bodyLimitBytes: deps.config.bodyLimitBytes,

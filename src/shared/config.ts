@@ -38,6 +38,11 @@ const configSchema = z.object({
   IMPORT_JOBS_MAX_TAKE: int(200, 1, 10_000),
   ORPHAN_GRACE_MS: int(30_000, 0, 3_600_000),
   ROUTE_SUGGESTION_MAX_IN_FLIGHT: int(2, 1, 64),
+  // PKCS#8 PEM (EC P-256 or Ed25519; literal \n accepted); empty: a key generated and shared through PostgreSQL.
+  OAUTH_SIGNING_KEY: z.string().default(''),
+  OAUTH_ISSUER: z.string().min(1).max(500).default('urn:connect-integration'),
+  OAUTH_AUDIENCE: z.string().min(1).max(500).default('connect/v1'),
+  OAUTH_TOKEN_TTL_SECONDS: int(600, 60, 86_400),
   WORKERS: z
     .string()
     .regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names')
@@ -73,6 +78,13 @@ export type Config = {
   orphanGraceMs: number;
   /** Route suggestion drafts one gateway computes at once (worker threads). */
   routeSuggestionMaxInFlight: number;
+  /** PEM of the access-token signing key, or '' (then generated once and stored in PostgreSQL). */
+  oauthSigningKey: string;
+  /** iss of access tokens, checked on /connect/v1. */
+  oauthIssuer: string;
+  /** aud of access tokens, checked on /connect/v1. */
+  oauthAudience: string;
+  oauthTokenTtlSeconds: number;
   workers: string[];
   /** Touched every 10 s by the worker runner when set (container liveness). */
   workerHeartbeatFile: string;
@@ -115,6 +127,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importJobsMaxTake: c.IMPORT_JOBS_MAX_TAKE,
     orphanGraceMs: c.ORPHAN_GRACE_MS,
     routeSuggestionMaxInFlight: c.ROUTE_SUGGESTION_MAX_IN_FLIGHT,
+    oauthSigningKey: c.OAUTH_SIGNING_KEY,
+    oauthIssuer: c.OAUTH_ISSUER,
+    oauthAudience: c.OAUTH_AUDIENCE,
+    oauthTokenTtlSeconds: c.OAUTH_TOKEN_TTL_SECONDS,
     workers: c.WORKERS.split(',')
       .map((s) => s.trim())
       .filter(Boolean),

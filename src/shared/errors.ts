@@ -30,6 +30,13 @@ export const errorCatalogue = {
   invalid_credential: { kind: 'unauthenticated', description: 'The credential is unknown.' },
   revoked_credential: { kind: 'unauthenticated', description: 'The API key has been revoked.' },
   expired_credential: { kind: 'unauthenticated', description: 'The credential has expired.' },
+  invalid_token: {
+    kind: 'unauthenticated',
+    description:
+      'The access token (/connect/v1) is not valid: bad signature or unknown key, wrong typ, issuer or audience, ' +
+      'missing claims, or its client no longer exists.',
+  },
+  expired_token: { kind: 'unauthenticated', description: 'The access token (/connect/v1) has expired; get a new one.' },
   insufficient_scope: {
     kind: 'forbidden',
     description: "The credential is valid but lacks the operation's scope.",
@@ -46,6 +53,14 @@ export const errorCatalogue = {
   idempotency_conflict: {
     kind: 'conflict',
     description: 'The idempotency key was already used with a different request body.',
+  },
+  invalid_state_transition: {
+    kind: 'conflict',
+    description: 'The resource is in a status from which this operation is not allowed (see details).',
+  },
+  already_cancelled: {
+    kind: 'conflict',
+    description: 'The appointment request was already cancelled under another Idempotency-Key (details.cancelledAt).',
   },
   inventory_reference_invalid: {
     kind: 'invalid',

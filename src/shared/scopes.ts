@@ -1,5 +1,6 @@
-// The integration scopes of spec part 5. migrations/0001 seeds the same names into
-// `scopes` (a test checks both lists agree).
+// The integration scopes of spec part 5, plus the appointment scopes (spec part 5.4 leaves them
+// open; they are carried by OAuth2 access tokens on /connect/v1). migrations/0001 and 0005 seed
+// the same names into `scopes` (a test checks both lists agree).
 export const integrationScopes = [
   'connect.inventory.read',
   'connect.workorders.materials.read',
@@ -10,6 +11,8 @@ export const integrationScopes = [
   'inbound.targets.write',
   'inbound.targets.batch.write',
   'integration.health.read',
+  'appointments.read',
+  'appointments.write',
 ] as const;
 
 export type Scope = (typeof integrationScopes)[number];

@@ -1,3 +1,4 @@
+import { appointmentsWorker } from './appointments/kind.js';
 import { inboundWorker } from './inbound/kind.js';
 import { jobsWorker } from './jobs/kind.js';
 import { materialsWorker } from './materials/kind.js';
@@ -9,6 +10,7 @@ import type { WorkerKind } from './worker-kind.js';
  */
 export const workerKinds: Record<string, WorkerKind> = {
   inbound: inboundWorker,
+  appointments: appointmentsWorker,
   jobs: jobsWorker,
   materials: materialsWorker,
 };

@@ -38,6 +38,11 @@ describe('the served OpenAPI document', () => {
           for (const status of ['401', '403', '429'])
             expect(op.responses[status], `${status} on ${path}`).toBeDefined();
           expect(op.responses['200'].headers).toHaveProperty('RateLimit');
+        } else if (scope) {
+          // /connect/v1 operations: OAuth2 access tokens (the token endpoint and JWKS need none).
+          expect(op.security, `${method} ${path}`).toEqual([{ oauth2: [scope] }]);
+          for (const status of ['401', '403', '429'])
+            expect(op.responses[status], `${status} on ${path}`).toBeDefined();
         } else {
           expect(op.security).toEqual([]);
         }

@@ -172,7 +172,7 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     expect(demo2.tenantId).not.toBe(demo1.tenantId);
     const keys1 = Object.values<any>(demo1.clients).map((c) => c.apiKey);
     const keys2 = Object.values<any>(demo2.clients).map((c) => c.apiKey);
-    expect(new Set([...keys1, ...keys2]).size).toBe(22);
+    expect(new Set([...keys1, ...keys2]).size).toBe(2 * (integrationScopes.length + 2));
     const { rows } = await pool.query(
       `SELECT t.id, t.name, (SELECT count(*)::int FROM inventory_items i WHERE i.tenant_id = t.id) AS items
          FROM tenants t WHERE t.id = ANY($1::uuid[]) ORDER BY t.created_at`,
@@ -240,7 +240,7 @@ describe('admin CLI', { timeout: 60_000 }, () => {
       [demo1.tenantId],
     );
     const byId = new Map(rows.map((r) => [r.id, r]));
-    expect(byId.size).toBe(11);
+    expect(byId.size).toBe(integrationScopes.length + 2);
     for (const [label, { clientId }] of Object.entries<any>(demo1.clients)) {
       const expected = label === 'all' ? [...integrationScopes] : label === 'none' ? [] : [label];
       expect(byId.get(clientId), label).toMatchObject({
@@ -319,7 +319,7 @@ describe('admin CLI', { timeout: 60_000 }, () => {
       'connect.inventory.read',
       'connect.jobs.write',
     ]);
-    expect(rows.find((r) => r.api_key_id === all.keyId)?.scopes).toHaveLength(9);
+    expect(rows.find((r) => r.api_key_id === all.keyId)?.scopes).toHaveLength(integrationScopes.length);
     expect(rows.find((r) => r.api_key_id === none.keyId)).toBeUndefined();
 
     const list = await ok('key', 'list', '--client', client.clientId);

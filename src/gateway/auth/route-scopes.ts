@@ -1,7 +1,8 @@
 import type { Scope } from '../../shared/scopes.js';
 
 // The one table of which scope each integration operation needs (spec part 5).
-// Keyed by "METHOD path-template"; a /api route missing here fails at start-up.
+// Keyed by "METHOD path-template"; an /api (API key) or /connect/v1 (access token) route missing
+// here fails at start-up.
 export const routeScopes: Record<string, Scope> = {
   'GET /api/v1/connect/inventory/items': 'connect.inventory.read',
   'GET /api/v1/connect/inventory/locations': 'connect.inventory.read',
@@ -19,6 +20,10 @@ export const routeScopes: Record<string, Scope> = {
   'POST /api/v1/inbound/targets': 'inbound.targets.write',
   'POST /api/v1/inbound/targets/batch': 'inbound.targets.batch.write',
   'GET /api/v1/integration/health': 'integration.health.read',
+  'POST /connect/v1/appointment-requests': 'appointments.write',
+  'GET /connect/v1/appointment-requests/{id}': 'appointments.read',
+  'GET /connect/v1/appointment-requests/{id}/status': 'appointments.read',
+  'POST /connect/v1/appointment-requests/{id}/cancel': 'appointments.write',
 };
 
 export function scopeOf(method: string, pathTemplate: string): Scope | undefined {

@@ -3,6 +3,8 @@ import getRawBody from 'raw-body';
 import { AppError } from '../../shared/errors.js';
 
 export const acceptedRequestMediaTypes = ['application/json', 'text/json', 'application/*+json'] as const;
+/** Taken only by routes that list it in requestMediaTypes (the OAuth token endpoint). */
+export const formMediaType = 'application/x-www-form-urlencoded';
 
 function hasBody(ctx: Context): boolean {
   const length = ctx.get('content-length');
@@ -12,13 +14,19 @@ function hasBody(ctx: Context): boolean {
 /**
  * Reads and parses a JSON body: 415 for another media type, 413 past the limit,
  * 400 invalid_json for malformed text. A missing body parses as undefined.
+ * A route may take other media types; a form body (formMediaType) parses to an object of its
+ * parameters, a repeated parameter to an array of its values.
  */
-export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
+export async function readJsonBody(
+  ctx: Context,
+  limitBytes: number,
+  mediaTypes: readonly string[] = acceptedRequestMediaTypes,
+): Promise<unknown> {
   if (!hasBody(ctx)) return undefined;
-  if (!ctx.is(...acceptedRequestMediaTypes)) {
+  if (!ctx.is(...mediaTypes)) {
     throw new AppError(
       'unsupported_media_type',
-      `Content-Type ${ctx.get('content-type') || '(none)'} is not supported; send application/json.`,
+      `Content-Type ${ctx.get('content-type') || '(none)'} is not supported; send ${mediaTypes[0]}.`,
     );
   }
   let text: string;
@@ -41,9 +49,19 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
     throw new AppError('invalid_json', 'The body could not be read completely.');
   }
   if (text.trim() === '') return undefined;
+  if (ctx.is(formMediaType)) return parseForm(text);
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
     throw new AppError('invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
   }
+}
+
+function parseForm(text: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of new URLSearchParams(text)) {
+    const seen = out[name];
+    out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  return out;
 }

@@ -5,6 +5,8 @@ import { serviceVersion } from '../../shared/version.js';
 import { scopeOf } from '../auth/route-scopes.js';
 import { acceptedRequestMediaTypes } from '../http/body.js';
 import { connectErrorSchema, standardErrorSchema } from '../http/error-shapes.js';
+import { jwksPath, tokenPath } from '../oauth/routes.js';
+import { tokenScopeDescriptions } from '../oauth/scopes.js';
 import { windowSeconds } from '../rate-limit/rate-limiter.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
 
@@ -42,9 +44,14 @@ function content(schema: z.ZodType, mediaTypes: readonly string[]) {
   return Object.fromEntries(mediaTypes.map((m) => [m, { schema }]));
 }
 
+const accessToken401 =
+  'No access token (missing_credential), not a JWT or an API key instead (malformed_credential), a token with a bad ' +
+  'signature, unknown key, wrong typ, issuer or audience, or whose client is gone (invalid_token), or an expired ' +
+  'token (expired_token). Carries WWW-Authenticate: Bearer (RFC 6750).';
+
 function errorStatusesOf(route: RouteDefinition): number[] {
   const statuses = new Set<number>([500]);
-  if (route.auth === 'apiKey') [401, 403, 429, 503].forEach((s) => statuses.add(s));
+  if (route.auth !== 'none') [401, 403, 429, 503].forEach((s) => statuses.add(s));
   if (route.params || route.query || route.body) statuses.add(400);
   if (route.body) [413, 415].forEach((s) => statuses.add(s));
   route.errorStatuses?.forEach((s) => statuses.add(s));
@@ -53,19 +60,23 @@ function errorStatusesOf(route: RouteDefinition): number[] {
 
 function operation(route: RouteDefinition): ZodOpenApiOperationObject {
   const scope = scopeOf(route.method, route.path);
-  const successHeaders = z.object({ ...idHeaders, ...(route.auth === 'apiKey' ? rateLimitHeaders : {}) });
+  const successHeaders = { ...idHeaders, ...(route.auth !== 'none' ? rateLimitHeaders : {}) };
   const responses: Record<string, unknown> = {};
   for (const [status, doc] of Object.entries(route.responses)) {
     responses[status] = {
       description: doc.description,
-      headers: successHeaders,
+      headers: z.object({ ...successHeaders, ...doc.headers }),
       ...(doc.schema ? { content: content(doc.schema, route.responseMediaTypes ?? jsonMediaTypes) } : {}),
     };
   }
   for (const status of errorStatusesOf(route)) {
+    if (route.responses[status]) continue; // the operation documents this status itself
     const connect = route.connectErrorStatuses?.includes(status);
     responses[String(status)] = {
-      description: errorDescriptions[status] ?? 'Error',
+      description:
+        route.errorDescriptions?.[status] ??
+        (status === 401 && route.auth === 'accessToken' ? accessToken401 : errorDescriptions[status]) ??
+        'Error',
       headers: z.object({ ...idHeaders, ...(status === 429 || status === 503 ? retryAfterHeader : {}) }),
       content: content(connect ? connectErrorSchema : standardErrorSchema, jsonMediaTypes),
     };
@@ -75,16 +86,25 @@ function operation(route: RouteDefinition): ZodOpenApiOperationObject {
     summary: route.summary,
     ...(route.description ? { description: route.description } : {}),
     tags: [route.tag],
-    security: route.auth === 'apiKey' ? [{ apiKey: [scope!] }] : [],
-    ...(route.params || route.query
+    security:
+      route.auth === 'apiKey' ? [{ apiKey: [scope!] }] : route.auth === 'accessToken' ? [{ oauth2: [scope!] }] : [],
+    ...(route.params || route.query || route.requestHeaders
       ? {
           requestParams: {
             ...(route.params ? { path: route.params } : {}),
             ...(route.query ? { query: route.query } : {}),
+            ...(route.requestHeaders ? { header: route.requestHeaders } : {}),
           },
         }
       : {}),
-    ...(route.body ? { requestBody: { required: true, content: content(route.body, acceptedRequestMediaTypes) } } : {}),
+    ...(route.body
+      ? {
+          requestBody: {
+            required: true,
+            content: content(route.body, route.requestMediaTypes ?? acceptedRequestMediaTypes),
+          },
+        }
+      : {}),
     responses,
   } as ZodOpenApiOperationObject;
 }
@@ -100,6 +120,15 @@ function describeService(limits: DocumentLimits): string {
     'Every `/api/...` operation needs `Authorization: Bearer <API key>` (keys look like `cis_<8 hex>_<43 chars>`). ' +
       "The operation's scope is listed in its security requirement. 401: no, malformed, unknown, revoked or expired " +
       'key; 403: a valid key without the scope. A revoked key stops working within the auth cache TTL (default 5 s).',
+    '',
+    'Every `/connect/v1/...` operation (appointment requests) needs `Authorization: Bearer <access token>` instead: ' +
+      `a short-lived JWT (RFC 9068) from the OAuth 2.0 client-credentials token endpoint \`POST ${tokenPath}\` ` +
+      '(client id = the Integration Client id, client secret = one of its API keys; HTTP Basic or form fields). ' +
+      `Scopes: ${Object.entries(tokenScopeDescriptions)
+        .map(([name, d]) => `\`${name}\` (${d.replace(/\.$/, '')})`)
+        .join(', ')}. Verification keys: \`GET ${jwksPath}\`. 401: no, malformed, invalid (signature, issuer, ` +
+      'audience, type) or expired token; 403: a valid token without the scope. Rate limits apply per Integration ' +
+      'Client as on /api.',
     '',
     '## Limits',
     `- Rate limit per Integration Client: ${limits.rateLimitPerMinute} requests per ${windowSeconds} s window by default ` +
@@ -136,6 +165,14 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], limits:
     components: {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'API key', description: 'Integration API key.' },
+        oauth2: {
+          type: 'oauth2',
+          description:
+            'OAuth 2.0 client credentials (RFC 6749 §4.4): client id = Integration Client id, client secret = one of ' +
+            'its API keys. Access tokens are JWTs (RFC 9068) sent as `Authorization: Bearer <access token>` on ' +
+            `/connect/v1; keys at ${jwksPath}.`,
+          flows: { clientCredentials: { tokenUrl: tokenPath, scopes: { ...tokenScopeDescriptions } } },
+        },
       },
       schemas: {
         ApiErrorResponse: standardErrorSchema,

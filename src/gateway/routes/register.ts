@@ -11,6 +11,8 @@ import type { RouteDefinition } from './route-definition.js';
 
 export type PipelineDeps = {
   authenticate: Authenticator;
+  /** For auth 'accessToken' routes (/connect/v1): OAuth2 bearer access tokens. */
+  authenticateAccessToken: Authenticator;
   rateLimit: RateLimiter;
   defaultRateLimitPerMinute: number;
   bodyLimitBytes: number;
@@ -26,16 +28,29 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
   const router = new Router<GatewayState>();
   for (const route of routes) {
     const scope = scopeOf(route.method, route.path);
-    if (route.auth === 'apiKey' && !scope)
+    if (route.auth !== 'none' && !scope)
       throw new Error(`no scope in route-scopes.ts for ${route.method} ${route.path}`);
     let inFlight = 0;
     router[route.method](koaPath(route.path), async (ctx: GatewayContext) => {
       ctx.state.routeTemplate = route.path;
       ctx.state.connectErrorStatuses = route.connectErrorStatuses;
-      if (route.auth === 'apiKey') {
-        const client = await deps.authenticate(ctx.get('authorization'));
+      if (route.auth !== 'none') {
+        const bearerToken = route.auth === 'accessToken';
+        const client = await (bearerToken ? deps.authenticateAccessToken : deps.authenticate)(
+          ctx.get('authorization'),
+        ).catch((err: unknown) => {
+          if (bearerToken && err instanceof AppError && err.kind === 'unauthenticated') {
+            // RFC 6750 §3: tell the client what to send.
+            const missing = err.code === 'missing_credential';
+            ctx.set('WWW-Authenticate', `Bearer realm="connect"${missing ? '' : ', error="invalid_token"'}`);
+          }
+          throw err;
+        });
         ctx.state.client = client;
         if (!client.scopes.has(scope!)) {
+          if (bearerToken) {
+            ctx.set('WWW-Authenticate', `Bearer realm="connect", error="insufficient_scope", scope="${scope}"`);
+          }
           throw new AppError('insufficient_scope', `This operation needs the scope ${scope}.`, null, {
             requiredScope: scope,
           });
@@ -71,7 +86,7 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     const query = route.query ? parseOrThrow(route.query, ctx.query, 'query') : undefined;
     let body: unknown;
     if (route.body || route.parseBody) {
-      const raw = await readJsonBody(ctx, route.bodyLimitBytes ?? deps.bodyLimitBytes);
+      const raw = await readJsonBody(ctx, route.bodyLimitBytes ?? deps.bodyLimitBytes, route.requestMediaTypes);
       body = route.parseBody ? route.parseBody(raw) : parseOrThrow(route.body!, raw, 'body');
     }
     const result = await route.handler({

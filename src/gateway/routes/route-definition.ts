@@ -3,8 +3,11 @@ import type { AuthenticatedClient } from '../auth/authenticate.js';
 
 export type HttpMethod = 'get' | 'post';
 
-/** How a route is authenticated: an API key (spec part 5.1) or none (ops endpoints). */
-export type RouteAuth = 'apiKey' | 'none';
+/**
+ * How a route is authenticated: an API key (spec part 5.1, /api routes), an OAuth2 access token
+ * (spec part 5.4, /connect/v1 routes; see gateway/oauth) or none (ops endpoints, the token endpoint).
+ */
+export type RouteAuth = 'apiKey' | 'accessToken' | 'none';
 
 export type HandlerInput<P, Q, B> = {
   params: P;
@@ -19,7 +22,12 @@ export type HandlerInput<P, Q, B> = {
 
 export type HandlerResult = { status: number; body: unknown; headers?: Record<string, string> };
 
-type ResponseDoc = { description: string; schema?: z.ZodType };
+type ResponseDoc = {
+  description: string;
+  schema?: z.ZodType;
+  /** Response headers this answer carries beyond the usual ones (documentation). */
+  headers?: Record<string, z.ZodType>;
+};
 
 /**
  * One operation: its HTTP address, its schemas (used both to validate and to generate the
@@ -45,10 +53,15 @@ export type RouteDefinition<
   body?: B;
   /** Validates the raw JSON body itself (e.g. item by item), instead of `body`. */
   parseBody?: (raw: unknown) => BO;
-  /** Success responses by status. */
+  /**
+   * Success responses by status. A documented error status listed here (e.g. the token endpoint's
+   * RFC 6749 errors) replaces the standard error response of that status in the document.
+   */
   responses: Record<number, ResponseDoc>;
   /** Error statuses this operation documents beyond those every authenticated route has. */
   errorStatuses?: readonly number[];
+  /** Descriptions of this operation's error statuses, replacing the generic ones in the document. */
+  errorDescriptions?: Readonly<Record<number, string>>;
   /** Statuses answered in the Connect error shape instead of the standard one. */
   connectErrorStatuses?: readonly number[];
   /** Largest body this operation takes (default BODY_LIMIT_BYTES); 413 beyond. */
@@ -58,6 +71,10 @@ export type RouteDefinition<
    * at once (backpressure instead of an unbounded queue when Kafka or PostgreSQL is slow).
    */
   maxInFlight?: number;
+  /** Request body media types this operation takes (415 for others); default the JSON trio. */
+  requestMediaTypes?: readonly string[];
+  /** Request headers the handler reads and validates itself (documentation only). */
+  requestHeaders?: z.ZodObject;
   /** Documented response media types; default the JSON trio. */
   responseMediaTypes?: readonly string[];
   handler(input: HandlerInput<z.output<P>, z.output<Q>, BO>): Promise<HandlerResult>;

@@ -7,6 +7,8 @@ import type { TopicSpec } from './bus.js';
 export const topicNames = (config: Pick<Config, 'kafkaTopicPrefix'>) => ({
   /** Chunks of inbound targets, keyed by import job id (a job's chunks stay in order). */
   inboundTargets: `${config.kafkaTopicPrefix}inbound.targets`,
+  /** Submitted appointment requests to validate, keyed by appointment request id. */
+  appointments: `${config.kafkaTopicPrefix}appointments`,
   /** Field jobs to materialise, keyed by field job id. */
   jobs: `${config.kafkaTopicPrefix}jobs`,
   /** Recorded work-order material usages to book as stock movements, keyed by work order id. */

@@ -1,0 +1,80 @@
+import { createHash } from 'node:crypto';
+import { newAppointmentId } from '../../shared/appointments/ids.js';
+import {
+  canonicalJson,
+  normalizeAppointmentRequest,
+  type AppointmentRequestInput,
+} from '../../shared/appointments/request-schema.js';
+import {
+  submittedMessageType,
+  submittedMessageVersion,
+  type SubmittedPayload,
+} from '../../shared/appointments/submitted-message.js';
+import { appendHistory } from '../../shared/appointments/transitions-sql.js';
+import type { Config } from '../../shared/config.js';
+import type { Pool } from '../../shared/db/pool.js';
+import { AppError } from '../../shared/errors.js';
+import type { MessageBus } from '../../shared/kafka/bus.js';
+import { topicNames } from '../../shared/kafka/topics.js';
+import { envelope } from '../../shared/messages.js';
+import type { AuthenticatedClient } from '../auth/authenticate.js';
+import { recordThenProduce } from '../edge/record-then-produce.js';
+import type { AppointmentRecordDto } from './schemas.js';
+import { findByExternalReference, insertRequest, toRecordDto } from './store.js';
+
+export type SubmitResult = { record: AppointmentRecordDto; replayed: boolean };
+
+/**
+ * Records the request as Submitted (with its first history entry) and produces it to the
+ * appointments topic, in one transaction committed after Kafka acknowledged (recordThenProduce).
+ * The same externalReference from the same client answers the existing request when the body is
+ * the same (nothing produced again), and is a 409 when it differs: never two requests.
+ */
+export function submitAppointmentRequest(
+  deps: { pool: Pool; bus: MessageBus; config: Config },
+  client: AuthenticatedClient,
+  ids: { requestId: string; correlationId: string },
+  input: AppointmentRequestInput,
+): Promise<SubmitResult> {
+  const request = normalizeAppointmentRequest(input);
+  const requestHash = createHash('sha256').update(canonicalJson(request)).digest();
+  return recordThenProduce<SubmitResult>(deps.pool, deps.bus, async (tx) => {
+    const id = newAppointmentId();
+    const row = await insertRequest(tx, {
+      id,
+      tenantId: client.tenantId,
+      clientId: client.clientId,
+      request,
+      requestHash,
+    });
+    if (!row) {
+      const existing = (await findByExternalReference(tx, client.clientId, request.externalReference))!;
+      if (!existing.request_hash.equals(requestHash)) {
+        throw new AppError(
+          'idempotency_conflict',
+          `An appointment request with externalReference ${JSON.stringify(request.externalReference)} exists with ` +
+            'different content; use a new externalReference for a new request.',
+          null,
+          { id: existing.id },
+        );
+      }
+      return { result: { record: toRecordDto(existing), replayed: true } };
+    }
+    await appendHistory(tx, { id, from: null, to: 'Submitted', reason: null, actor: 'client', at: row.created_at });
+    const payload: SubmittedPayload = { appointmentRequestId: id, externalReference: request.externalReference };
+    const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
+    return {
+      result: { record: toRecordDto(row), replayed: false },
+      produce: {
+        topic: topicNames(deps.config).appointments,
+        messages: [
+          {
+            key: id,
+            value: JSON.stringify(envelope(submittedMessageType, submittedMessageVersion, meta, payload)),
+            headers: { 'message-type': submittedMessageType, 'message-version': String(submittedMessageVersion) },
+          },
+        ],
+      },
+    };
+  });
+}

@@ -1,0 +1,59 @@
+import type { PoolClient } from '../db/pool.js';
+import type { AppointmentStatus, TransitionActor } from './statuses.js';
+
+// Status changes of appointment requests, used by the gateway (submit, cancel), the worker and
+// the admin CLI. Every change locks the request row first (lockRequest), so history sequence
+// numbers are assigned one at a time per request.
+
+/** The row, locked; tenant/client conditions are the caller's. */
+export const lockRequestSql = (where: string) =>
+  `SELECT id, tenant_id, client_id, status, request, cancelled_at, cancel_idempotency_key, cancel_request_hash,
+          cancel_reason, cancelled_by
+     FROM appointment_requests WHERE ${where} FOR UPDATE`;
+
+/** Appends one history entry; `at` is the statement's clock time so entries of one transaction stay ordered. */
+export async function appendHistory(
+  tx: PoolClient,
+  entry: {
+    id: string;
+    from: AppointmentStatus | null;
+    to: AppointmentStatus;
+    reason: string | null;
+    actor: TransitionActor;
+    at?: Date;
+  },
+): Promise<Date> {
+  const { rows } = await tx.query(
+    `INSERT INTO appointment_status_history (appointment_request_id, seq, from_status, to_status, reason, actor, at)
+     SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, coalesce($6::timestamptz, date_trunc('milliseconds', clock_timestamp()))
+       FROM appointment_status_history WHERE appointment_request_id = $1
+     RETURNING at`,
+    [entry.id, entry.from, entry.to, entry.reason, entry.actor, entry.at ?? null],
+  );
+  return rows[0].at as Date;
+}
+
+/** Moves the status only if it is still `from` (the caller holds the row lock); false when it was not. */
+export async function setStatus(
+  tx: PoolClient,
+  id: string,
+  from: AppointmentStatus,
+  to: AppointmentStatus,
+  reason: string | null,
+): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `UPDATE appointment_requests SET status = $3, status_reason = $4, updated_at = date_trunc('milliseconds', clock_timestamp())
+      WHERE id = $1 AND status = $2`,
+    [id, from, to, reason],
+  );
+  return rowCount === 1;
+}
+
+/** One transition: conditional update plus its history entry. */
+export async function transition(
+  tx: PoolClient,
+  t: { id: string; from: AppointmentStatus; to: AppointmentStatus; reason: string | null; actor: TransitionActor },
+): Promise<Date | null> {
+  if (!(await setStatus(tx, t.id, t.from, t.to, t.reason))) return null;
+  return appendHistory(tx, t);
+}

@@ -1,0 +1,50 @@
+import { checkBusinessRules } from '../../shared/appointments/business-rules.js';
+import type { StoredAppointmentRequest } from '../../shared/appointments/request-schema.js';
+import type { SubmittedPayload } from '../../shared/appointments/submitted-message.js';
+import { transition } from '../../shared/appointments/transitions-sql.js';
+import type { Pool } from '../../shared/db/pool.js';
+import { inTransaction } from '../../shared/db/pool.js';
+import type { Envelope } from '../../shared/messages.js';
+import { lockSubmittedRequest } from './sql.js';
+
+type Submitted = Envelope<SubmittedPayload>;
+export type ValidationOutcome = 'pending-review' | 'rejected' | 'not-submitted' | 'orphan';
+
+/**
+ * Validates one Submitted request in one transaction under its row lock. Only a request still
+ * Submitted is moved (a redelivered message, or a request the client cancelled meanwhile, is left
+ * alone): Submitted → Validated → PendingReview, or Submitted → Rejected with the rule it broke.
+ */
+export async function validateSubmitted(
+  pool: Pool,
+  message: Submitted,
+  awaitRequest: (load: () => Promise<Record<string, any> | null>) => Promise<Record<string, any> | null>,
+  now: () => number = Date.now,
+): Promise<ValidationOutcome> {
+  const id = message.payload.appointmentRequestId;
+  return inTransaction(pool, async (tx) => {
+    const row = await awaitRequest(
+      async () => (await tx.query(lockSubmittedRequest, [id, message.tenantId])).rows[0] ?? null,
+    );
+    if (!row) return 'orphan';
+    if (row.status !== 'Submitted') return 'not-submitted';
+    const outcome = checkBusinessRules(row.request as StoredAppointmentRequest, now());
+    if (!outcome.ok) {
+      await transition(tx, { id, from: 'Submitted', to: 'Rejected', reason: outcome.reason, actor: 'system' });
+      return 'rejected';
+    }
+    await transition(tx, { id, from: 'Submitted', to: 'Validated', reason: null, actor: 'system' });
+    await transition(tx, { id, from: 'Validated', to: 'PendingReview', reason: null, actor: 'system' });
+    return 'pending-review';
+  });
+}
+
+/** A dead-lettered message: its request, if still Submitted, is Failed with the reason. */
+export async function failSubmitted(pool: Pool, message: Submitted, reason: string): Promise<boolean> {
+  const id = message.payload.appointmentRequestId;
+  return inTransaction(pool, async (tx) => {
+    const row = (await tx.query(lockSubmittedRequest, [id, message.tenantId])).rows[0];
+    if (!row || row.status !== 'Submitted') return false;
+    return (await transition(tx, { id, from: 'Submitted', to: 'Failed', reason, actor: 'system' })) !== null;
+  });
+}
