@@ -38,6 +38,20 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   });
   return {
     url: serverUrl(inject('templateDatabaseUrl'), name),
-    drop: () => onServer(async (client) => void (await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
+    // Plain DROP first, while closing connections finish closing; FORCE only for stragglers
+    // (e.g. of a SIGKILLed process), so no live test connection is cut off mid-teardown.
+    drop: () =>
+      onServer(async (client) => {
+        for (let attempt = 0; attempt < 10; attempt++) {
+          try {
+            await client.query(`DROP DATABASE IF EXISTS ${name}`);
+            return;
+          } catch (err) {
+            if ((err as { code?: string }).code !== '55006') throw err; // in use by other users
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      }),
   };
 }

@@ -31,6 +31,8 @@ export function useGatewaySuite(
   beforeAll(async () => {
     suite.db = await createTestDatabase();
     suite.pool = createPool(suite.db.url, 4, 'test');
+    // Dropping the database at the end ends idle connections that pool.end() has not closed yet.
+    suite.pool.on('error', () => undefined);
     suite.config = testConfig(suite.db.url, options.env?.() ?? {});
     suite.gateway = await startTestGateway(suite.config, options.extraRoutes);
     if (options.workers) suite.workers = await startTestWorkers(suite.config, options.workers);

@@ -104,18 +104,28 @@ export function createKafkaBus({
 
     async ensureTopics(topics) {
       await connectAdmin();
-      const existing = new Set(await admin.listTopics());
-      const missing = topics.filter((t) => !existing.has(t.topic));
-      if (missing.length === 0) return;
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map((t) => ({
-          topic: t.topic,
-          numPartitions: t.partitions,
-          replicationFactor: -1, // the broker's default.replication.factor
-          configEntries: Object.entries(t.configs ?? {}).map(([name, value]) => ({ name, value })),
-        })),
-      });
+      // A broker that has just started (or just created other topics) can answer "does not
+      // host this topic-partition" while leaders are elected: retriable, so retry a while.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const existing = new Set(await admin.listTopics());
+          const missing = topics.filter((t) => !existing.has(t.topic));
+          if (missing.length === 0) return;
+          await admin.createTopics({
+            waitForLeaders: true,
+            topics: missing.map((t) => ({
+              topic: t.topic,
+              numPartitions: t.partitions,
+              replicationFactor: -1, // the broker's default.replication.factor
+              configEntries: Object.entries(t.configs ?? {}).map(([name, value]) => ({ name, value })),
+            })),
+          });
+        } catch (err) {
+          if (!(err as { retriable?: boolean }).retriable || attempt >= 10) throw err;
+          log.warn({ err, attempt }, 'creating topics failed; retrying');
+          await new Promise((r) => setTimeout(r, 500 * attempt));
+        }
+      }
     },
 
     async produce(topic, messages) {
