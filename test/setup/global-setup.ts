@@ -7,7 +7,7 @@ import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
 // Where the real Kafka and PostgreSQL come from, in this order:
 // 1. KAFKA_BROKERS and DATABASE_URL from the environment;
 // 2. containers (testcontainers) when a Docker engine answers;
-// 3. the project's own stack (scripts/stack up --infra: broker from Maven jars, local PostgreSQL).
+// 3. the project's own broker (scripts/kafka: from Maven jars) and the local PostgreSQL server.
 // A migrated template database is made once; each test file clones its own from it.
 
 declare module 'vitest' {
@@ -39,7 +39,7 @@ async function fromContainers() {
 }
 
 function fromLocalStack() {
-  execFileSync('scripts/stack', ['up', '--infra'], { stdio: 'inherit' });
+  execFileSync('scripts/kafka', ['up'], { stdio: 'inherit' });
   return {
     brokers: process.env.KAFKA_BROKERS ?? `127.0.0.1:${process.env.KAFKA_PORT ?? 9092}`,
     databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/connect',

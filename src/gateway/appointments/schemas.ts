@@ -1,10 +1,7 @@
 import { z } from 'zod';
+import { metadataSchema } from '../../shared/common-schemas.js';
 import { appointmentStatuses, cancellableStatuses, transitionActors } from '../../shared/appointments/statuses.js';
-import {
-  appointmentMetadataSchema,
-  prioritySchema,
-  serviceTypeSchema,
-} from '../../shared/appointments/request-schema.js';
+import { prioritySchema, serviceTypeSchema } from '../../shared/appointments/request-schema.js';
 
 const nullableText = () => z.string().nullable();
 
@@ -63,7 +60,7 @@ export const appointmentRecordSchema = z
       description: 'As submitted (ISO 8601 with offset); empty: any time.',
     }),
     description: nullableText(),
-    metadata: appointmentMetadataSchema,
+    metadata: metadataSchema,
     status: appointmentStatusSchema,
     statusReason: nullableText().meta({
       description: 'Why the request is Rejected, Failed or Cancelled; otherwise the back office note, or null.',

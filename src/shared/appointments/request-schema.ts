@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { coordinatesSchema, timeWindowSchema } from '../inbound/target-schema.js';
+import { addressSchema, coordinatesSchema, metadataSchema, text, timeWindowSchema } from '../common-schemas.js';
 
 // The AppointmentRequest of spec part 2: field types, required flags, allowed values and bounds
 // (designed here; the spec leaves them open). Objects are closed. What the schema cannot say
@@ -10,24 +10,6 @@ export const serviceTypes = ['maintenance', 'repair', 'visit', 'pickup', 'inspec
 export const priorities = ['low', 'normal', 'high', 'urgent'] as const;
 export const maxPreferredTimeWindows = 5;
 export const maxDescriptionLength = 4000;
-export const maxMetadataKeys = 50;
-export const maxMetadataBytes = 4096;
-
-const text = (max: number) => z.string().trim().min(1).max(max);
-
-export const appointmentAddressSchema = z
-  .strictObject({
-    line1: text(200),
-    line2: text(200).nullish(),
-    postalCode: text(20).nullish(),
-    city: text(100),
-    region: text(100).nullish(),
-    countryCode: z
-      .string()
-      .regex(/^[A-Z]{2}$/, 'ISO 3166-1 alpha-2 code in capitals, e.g. DE')
-      .meta({ description: 'ISO 3166-1 alpha-2, e.g. DE.' }),
-  })
-  .meta({ id: 'AppointmentAddress' });
 
 export const appointmentCustomerSchema = z
   .strictObject({
@@ -57,20 +39,10 @@ export const appointmentContactSchema = z
 
 export const appointmentLocationSchema = z
   .strictObject({
-    address: appointmentAddressSchema,
+    address: addressSchema,
     coordinates: coordinatesSchema.nullish(),
   })
   .meta({ id: 'AppointmentLocation', description: 'Where the work is to be done.' });
-
-export const appointmentMetadataSchema = z
-  .record(z.string().min(1).max(100), z.union([z.string().max(1000), z.number(), z.boolean(), z.null()]))
-  .refine((m) => Object.keys(m).length <= maxMetadataKeys, { message: `at most ${maxMetadataKeys} keys` })
-  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= maxMetadataBytes, {
-    message: `at most ${maxMetadataBytes} bytes as JSON`,
-  })
-  .meta({
-    description: `Free key → scalar map from the source system (≤ ${maxMetadataKeys} keys, ≤ ${maxMetadataBytes} bytes as JSON).`,
-  });
 
 export const serviceTypeSchema = z.enum(serviceTypes).meta({ id: 'AppointmentServiceType' });
 export const prioritySchema = z.enum(priorities).meta({ id: 'AppointmentPriority' });
@@ -95,7 +67,7 @@ export const appointmentRequestSchema = z
         description: `0 … ${maxPreferredTimeWindows} windows (ISO 8601 with offset, end after start); none: any time.`,
       }),
     description: z.string().trim().max(maxDescriptionLength).nullish(),
-    metadata: appointmentMetadataSchema.nullish(),
+    metadata: metadataSchema.nullish(),
   })
   .meta({ id: 'AppointmentRequest', description: 'An appointment or service request from a source system.' });
 

@@ -18,7 +18,7 @@ export const createJobRequestSchema = z
     jobType: z
       .string()
       .regex(/^[A-Za-z0-9_.-]{1,50}$/, '1–50 letters, digits, _ . -')
-      .meta({ description: "A job type code of the tenant (e.g. MAINTENANCE); an unknown one is a 422." }),
+      .meta({ description: 'A job type code of the tenant (e.g. MAINTENANCE); an unknown one is a 422.' }),
     priority: z.enum(jobPriorities).nullish().meta({ description: 'Default Normal.' }),
     customer: z
       .strictObject({

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+// Value schemas several resources share (targets, jobs, appointment requests): one definition,
+// one OpenAPI component each.
+
+export const maxMetadataKeys = 50;
+export const maxMetadataBytes = 4096;
+
+export const text = (max: number) => z.string().trim().min(1).max(max);
+
+export const addressSchema = z
+  .strictObject({
+    line1: text(200),
+    line2: text(200).nullish(),
+    postalCode: text(20).nullish(),
+    city: text(100),
+    region: text(100).nullish(),
+    countryCode: z
+      .string()
+      .regex(/^[A-Z]{2}$/, 'ISO 3166-1 alpha-2 code in capitals, e.g. DE')
+      .meta({ description: 'ISO 3166-1 alpha-2.' }),
+  })
+  .meta({ id: 'Address' });
+
+export const coordinatesSchema = z
+  .strictObject({
+    latitude: z.number().min(-90).max(90),
+    longitude: z.number().min(-180).max(180),
+  })
+  .meta({ id: 'Coordinates', description: 'WGS 84 degrees.' });
+
+export const timeWindowSchema = z
+  .strictObject({
+    start: z.iso.datetime({ offset: true }).meta({ description: 'ISO 8601 with offset.' }),
+    end: z.iso.datetime({ offset: true }),
+  })
+  .refine((w) => Date.parse(w.end) > Date.parse(w.start), { message: 'end must be after start', path: ['end'] })
+  .meta({ id: 'TimeWindow' });
+
+export const metadataSchema = z
+  .record(z.string().min(1).max(100), z.union([z.string().max(1000), z.number(), z.boolean(), z.null()]))
+  .refine((m) => Object.keys(m).length <= maxMetadataKeys, { message: `at most ${maxMetadataKeys} keys` })
+  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= maxMetadataBytes, {
+    message: `at most ${maxMetadataBytes} bytes as JSON`,
+  })
+  .meta({
+    description: `Free key → scalar map from the source system (≤ ${maxMetadataKeys} keys, ≤ ${maxMetadataBytes} bytes).`,
+  });
