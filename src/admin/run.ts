@@ -8,6 +8,7 @@ import { clientCreate, clientRateLimit } from './commands/client.js';
 import { demo } from './commands/demo.js';
 import { keyCreate, keyList, keyRevoke } from './commands/key.js';
 import { tenantCreate } from './commands/tenant.js';
+import { webhookCommands } from './commands/webhook.js';
 
 // Each command is typed by its own input; the table only passes parse's output on to run.
 const commands: Command<unknown>[] = [
@@ -19,6 +20,7 @@ const commands: Command<unknown>[] = [
   keyList,
   demo,
   appointmentSetStatus,
+  ...webhookCommands,
 ];
 
 export type Io = { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; env: NodeJS.ProcessEnv };

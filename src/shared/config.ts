@@ -43,6 +43,14 @@ const configSchema = z.object({
   OAUTH_ISSUER: z.string().min(1).max(500).default('urn:connect-integration'),
   OAUTH_AUDIENCE: z.string().min(1).max(500).default('connect/v1'),
   OAUTH_TOKEN_TTL_SECONDS: int(600, 60, 86_400),
+  WEBHOOK_TIMEOUT_MS: int(10_000, 100, 120_000),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated delays in seconds, e.g. 5,300,1800')
+    .default('5,300,1800,7200,18000,36000,36000'),
+  WEBHOOK_POLL_INTERVAL_MS: int(1000, 10, 60_000),
+  WEBHOOK_CONCURRENCY: int(16, 1, 1000),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(['true', 'false']).default('false'),
   WORKERS: z
     .string()
     .regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names')
@@ -85,6 +93,15 @@ export type Config = {
   /** aud of access tokens, checked on /connect/v1. */
   oauthAudience: string;
   oauthTokenTtlSeconds: number;
+  /** Per-attempt timeout of a webhook POST (connect, response and body). */
+  webhookTimeoutMs: number;
+  /** Delays in ms before the 2nd, 3rd, … attempt (±20% jitter); after the last, the delivery gives up. */
+  webhookRetryScheduleMs: number[];
+  webhookPollIntervalMs: number;
+  /** Webhook attempts one dispatcher process makes at once. */
+  webhookConcurrency: number;
+  /** Allow endpoints on loopback, private, link-local … addresses (development, tests). */
+  webhookAllowPrivateTargets: boolean;
   workers: string[];
   /** Touched every 10 s by the worker runner when set (container liveness). */
   workerHeartbeatFile: string;
@@ -131,6 +148,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthIssuer: c.OAUTH_ISSUER,
     oauthAudience: c.OAUTH_AUDIENCE,
     oauthTokenTtlSeconds: c.OAUTH_TOKEN_TTL_SECONDS,
+    webhookTimeoutMs: c.WEBHOOK_TIMEOUT_MS,
+    webhookRetryScheduleMs: c.WEBHOOK_RETRY_SCHEDULE.split(',').map((v) => Math.round(Number(v) * 1000)),
+    webhookPollIntervalMs: c.WEBHOOK_POLL_INTERVAL_MS,
+    webhookConcurrency: c.WEBHOOK_CONCURRENCY,
+    webhookAllowPrivateTargets: c.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
     workers: c.WORKERS.split(',')
       .map((s) => s.trim())
       .filter(Boolean),

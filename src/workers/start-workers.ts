@@ -8,11 +8,21 @@ import type { WorkerDeps, WorkerKind } from './worker-kind.js';
 
 export type RunningWorkers = { stop(): Promise<void> };
 
+/** A worker kind that is not a Kafka consumer group, e.g. the webhook dispatcher polling PostgreSQL. */
+export type PollingWorker = {
+  name: string;
+  polling: true;
+  /** Starts it; stop() lets work in hand finish and stops polling. */
+  start(deps: WorkerDeps): Promise<{ stop(): Promise<void> }>;
+};
+export type HostedWorker = WorkerKind | PollingWorker;
+const isPolling = (kind: HostedWorker): kind is PollingWorker => 'polling' in kind;
+
 /** The workers' composition root: one pool and bus per process, one consumer group per kind. */
 export async function startWorkers(
   config: Config,
   logger: Logger,
-  kinds: WorkerKind[],
+  kinds: HostedWorker[],
   retryPolicy?: RetryPolicy,
 ): Promise<RunningWorkers> {
   const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-workers');
@@ -24,7 +34,8 @@ export async function startWorkers(
     logger,
   });
   const deps: WorkerDeps = { config, logger, pool, bus };
-  const groups = kinds.map((kind) => {
+  const consumerKinds = kinds.filter((kind): kind is WorkerKind => !isPolling(kind));
+  const groups = consumerKinds.map((kind) => {
     const group = bus.consumerGroup(`${config.kafkaTopicPrefix}${kind.groupId}`, {
       sessionTimeoutMs: config.kafkaSessionTimeoutMs,
     });
@@ -36,6 +47,7 @@ export async function startWorkers(
     return { kind, group };
   });
   await Promise.all(groups.map(({ kind, group }) => runWorkerKind(kind, group, deps, retryPolicy)));
+  const pollers = await Promise.all(kinds.filter(isPolling).map((kind) => kind.start(deps)));
 
   // Keeps the process alive until a signal arrives, even with no kind to host, and touches the
   // liveness file for container health checks when one is configured.
@@ -51,7 +63,7 @@ export async function startWorkers(
     async stop() {
       clearInterval(heartbeat);
       // Each group finishes its batch in hand and commits before leaving.
-      await Promise.all(groups.map(({ group }) => group.stop()));
+      await Promise.all([...groups.map(({ group }) => group.stop()), ...pollers.map((p) => p.stop())]);
       await bus.close();
       await pool.end();
     },

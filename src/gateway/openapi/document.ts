@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { errorCatalogue } from '../../shared/errors.js';
 import { serviceVersion } from '../../shared/version.js';
+import { webhookOperations, webhooksDescription } from '../../shared/webhooks/openapi.js';
 import { scopeOf } from '../auth/route-scopes.js';
 import { acceptedRequestMediaTypes } from '../http/body.js';
 import { connectErrorSchema, standardErrorSchema } from '../http/error-shapes.js';
@@ -139,6 +140,8 @@ function describeService(limits: DocumentLimits): string {
     'Requests: application/json, text/json or application/*+json (else 415). Responses: application/json by default; ' +
       '`Accept: text/json` or `text/plain` returns the same JSON text under that media type.',
     '',
+    webhooksDescription,
+    '',
     '## Errors',
     'Two shapes (ApiErrorResponse, ConnectApiErrorResponse) as each operation lists. `error.code` values:',
     '',
@@ -160,8 +163,12 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], limits:
       version: serviceVersion,
       description: describeService(limits),
     },
-    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
+    tags: [
+      ...[...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
+      { name: 'Webhooks', description: 'Events POSTed to the endpoints an Integration Client registered.' },
+    ],
     paths,
+    webhooks: webhookOperations(),
     components: {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'API key', description: 'Integration API key.' },

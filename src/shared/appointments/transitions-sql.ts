@@ -1,3 +1,4 @@
+import { recordAppointmentStatusChanged } from '../webhooks/events.js';
 import type { PoolClient } from '../db/pool.js';
 import type { AppointmentStatus, TransitionActor } from './statuses.js';
 
@@ -30,6 +31,9 @@ export async function appendHistory(
      RETURNING at`,
     [entry.id, entry.from, entry.to, entry.reason, entry.actor, entry.at ?? null],
   );
+  // Every status change (worker, back office, client cancel) passes here: its webhook event
+  // commits with it.
+  await recordAppointmentStatusChanged(tx, { ...entry, at: rows[0].at });
   return rows[0].at as Date;
 }
 

@@ -3,6 +3,7 @@ import { inTransaction } from '../../shared/db/pool.js';
 import type { ChunkPayload } from '../../shared/inbound/chunk-message.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import type { Envelope } from '../../shared/messages.js';
+import { recordImportJobFinished } from '../../shared/webhooks/events.js';
 import { claimChunk, finishChunk, lockJob, upsertTargets } from './sql.js';
 
 type Chunk = Envelope<ChunkPayload>;
@@ -49,7 +50,8 @@ export async function applyChunk(
       importJobId,
       JSON.stringify(recordsOf(chunk.payload)),
     ]);
-    await tx.query(finishChunk, [importJobId, items.length, 0, null, null, maxStoredItemErrors]);
+    const finished = await tx.query(finishChunk, [importJobId, items.length, 0, null, null, maxStoredItemErrors]);
+    await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
     return 'applied';
   });
 }
@@ -68,6 +70,14 @@ export async function failChunk(pool: Pool, chunk: Chunk, reason: string): Promi
       field: null,
       message: `${items.length} targets (items ${items[0]!.index}–${items.at(-1)!.index}) could not be applied: ${reason}`,
     };
-    await tx.query(finishChunk, [importJobId, 0, items.length, JSON.stringify([error]), reason, maxStoredItemErrors]);
+    const finished = await tx.query(finishChunk, [
+      importJobId,
+      0,
+      items.length,
+      JSON.stringify([error]),
+      reason,
+      maxStoredItemErrors,
+    ]);
+    await recordImportJobFinished(tx, finished.rows[0]);
   });
 }

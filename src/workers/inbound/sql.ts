@@ -27,6 +27,7 @@ export const upsertTargets = `
 /**
  * Counts a finished chunk ($2 applied, $3 failed) and moves the status; $4 is an item error to
  * append (or null) and $5 a failure reason (or null). Errors stay bounded at $6 entries.
+ * Returns the job as updated: when its status is final, the caller records the webhook event.
  */
 export const finishChunk = `
   UPDATE import_jobs SET
@@ -44,4 +45,6 @@ export const finishChunk = `
     started_at = coalesce(started_at, now()),
     completed_at = CASE WHEN chunks_done + 1 >= chunk_count THEN now() END,
     updated_at = now()
-  WHERE id = $1`;
+  WHERE id = $1
+  RETURNING id, tenant_id, client_id, kind, source_system, external_batch_id, status, received_count, accepted_count,
+            rejected_count, applied_count, failed_count, failure_reason, created_at, completed_at`;

@@ -1,6 +1,7 @@
 import { inTransaction } from '../../shared/db/pool.js';
 import { jobMessageSchema } from '../../shared/jobs/job-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
+import { recordFieldJobCreated } from '../../shared/webhooks/events.js';
 import { decodeMessage } from '../decode.js';
 import { awaitEdgeRecord } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -18,7 +19,7 @@ export const jobsWorker: WorkerKind = {
   async handleBatch(messages, deps, ctx) {
     const log = deps.logger.child({ worker: 'jobs' });
     for (const message of messages) {
-      const { tenantId, producedAt, payload } = decodeMessage(message, jobMessageSchema);
+      const { tenantId, clientId, producedAt, payload } = decodeMessage(message, jobMessageSchema);
       const { fieldJobId, jobNumber, request: r } = payload;
       await inTransaction(deps.pool, async (tx) => {
         const edge = await awaitEdgeRecord(
@@ -49,6 +50,7 @@ export const jobsWorker: WorkerKind = {
         ]);
         await tx.query(upsertWorkOrder, [tenantId, r.externalId, r.title, fieldJobId]);
         await tx.query(markMaterialized, [fieldJobId]);
+        await recordFieldJobCreated(tx, { tenantId, clientId, fieldJobId }); // webhook, same transaction
       });
       await ctx.heartbeat();
     }

@@ -2,6 +2,7 @@ import type { Pool } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import type { UsagePayload } from '../../shared/materials/usage-message.js';
 import type { Envelope } from '../../shared/messages.js';
+import { recordMaterialsRecorded } from '../../shared/webhooks/events.js';
 import { bookMovements, lockUsage, markApplied, markFailed } from './sql.js';
 
 type UsageMessage = Envelope<UsagePayload>;
@@ -27,6 +28,7 @@ export async function applyUsage(
     if (usage.status === 'Applied') return 'duplicate';
     await tx.query(bookMovements, [usage.id, usage.tenant_id, usage.location_id]);
     await tx.query(markApplied, [usage.id]);
+    await recordMaterialsRecorded(tx, usage.id); // the webhook event commits with the booking
     return 'applied';
   });
 }

@@ -1,0 +1,110 @@
+import type { LookupAddress } from 'node:dns';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+// Server-side request forgery guard: webhook targets are http(s) URLs whose host resolves only to
+// public unicast addresses. Loopback, link-local, private (RFC 1918), unique-local (fc00::/7),
+// unspecified, shared/CGNAT (100.64/10), multicast, broadcast, reserved and documentation ranges,
+// and IPv6 forms that embed IPv4 (mapped addresses are judged as the IPv4 they carry) are refused
+// unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true. Checked when an endpoint is registered and again at
+// every delivery, on the very addresses the connection uses (DNS rebinding).
+
+export class TargetRefusedError extends Error {
+  readonly code = 'target_refused';
+}
+
+export const maxWebhookUrlLength = 2000;
+
+/** Parses and checks the form of an endpoint URL; throws TargetRefusedError with the reason. */
+export function parseWebhookUrl(value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new TargetRefusedError(`not a valid absolute URL: ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new TargetRefusedError(`only http and https URLs are allowed, got ${url.protocol.replace(/:$/, '')}`);
+  }
+  if (url.username || url.password) {
+    throw new TargetRefusedError('credentials in the URL are not allowed; receivers verify the signature instead');
+  }
+  if (url.hash) throw new TargetRefusedError('the URL must not have a #fragment');
+  if (value.length > maxWebhookUrlLength) throw new TargetRefusedError(`the URL is longer than ${maxWebhookUrlLength}`);
+  return url;
+}
+
+/** The URL's host without IPv6 brackets. */
+export const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
+
+/** Null when the address may be called, else the name of its range (e.g. "loopback", "private"). */
+export function refusedRange(address: string): string | null {
+  if (!ipaddr.isValid(address)) return 'invalid';
+  const ip = ipaddr.process(address); // ::ffff:a.b.c.d → a.b.c.d
+  const range = ip.range();
+  return range === 'unicast' ? null : range;
+}
+
+function assertAllowed(host: string, addresses: readonly string[]): void {
+  for (const address of addresses) {
+    const range = refusedRange(address);
+    if (range) {
+      const via = address === host ? '' : ` (${host} resolves to ${address})`;
+      throw new TargetRefusedError(
+        `target address ${address}${via} is in a ${range} range; set WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow it`,
+      );
+    }
+  }
+}
+
+/** Resolves the host (all addresses) and refuses it if any address is not allowed. */
+export async function checkWebhookTarget(url: URL, allowPrivate: boolean): Promise<string[]> {
+  const host = hostOf(url);
+  let addresses: string[];
+  if (isIP(host)) addresses = [host];
+  else {
+    try {
+      addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+    } catch (err) {
+      throw new TargetRefusedError(`cannot resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+  }
+  if (!allowPrivate) assertAllowed(host, addresses);
+  return addresses;
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for http(s).request that resolves, checks every address and hands exactly the
+ * checked addresses to the socket, so a DNS answer cannot change between check and connect.
+ */
+export function guardedLookup(allowPrivate: boolean) {
+  return (hostname: string, options: { all?: boolean; family?: number } | number, callback: LookupCallback) => {
+    const all = typeof options === 'object' && options.all === true;
+    lookup(hostname, { all: true, verbatim: true }).then(
+      (addresses) => {
+        try {
+          if (!allowPrivate)
+            assertAllowed(
+              hostname,
+              addresses.map((a) => a.address),
+            );
+        } catch (err) {
+          callback(err as NodeJS.ErrnoException, all ? [] : '', undefined);
+          return;
+        }
+        if (all) callback(null, addresses);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, all ? [] : '', undefined),
+    );
+  };
+}
+
+/** For IP-literal hosts (which never go through lookup): the same check, synchronously. */
+export function assertLiteralTargetAllowed(url: URL, allowPrivate: boolean): void {
+  const host = hostOf(url);
+  if (!allowPrivate && isIP(host)) assertAllowed(host, [host]);
+}

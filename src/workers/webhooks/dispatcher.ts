@@ -1,0 +1,202 @@
+import type { Config } from '../../shared/config.js';
+import { inTransaction, type Pool } from '../../shared/db/pool.js';
+import type { Logger } from '../../shared/logger.js';
+import { serviceVersion } from '../../shared/version.js';
+import { signWebhook } from '../../shared/webhooks/signing.js';
+import type { PollingWorker } from '../start-workers.js';
+import { postWebhook, type AttemptResult } from './post.js';
+import {
+  claimDeliveries,
+  disableEndpoint,
+  endpointFailed,
+  endpointSucceeded,
+  insertAttempt,
+  markGaveUp,
+  markSucceeded,
+  scheduleRetry,
+} from './sql.js';
+
+type Claimed = {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  attempt_count: number;
+  round_attempts: number;
+  lease_token: string;
+  type: string;
+  body: string;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+};
+
+export type DispatcherDeps = { config: Config; logger: Logger; pool: Pool };
+
+/** How long a claim lasts: the attempt's timeout plus time to record its outcome. */
+export const leaseMs = (config: Pick<Config, 'webhookTimeoutMs'>) => config.webhookTimeoutMs + 5000;
+
+/** The delay before the next attempt after `attempts` failed ones in this round, ±20%; null: give up. */
+export function retryDelayMs(scheduleMs: readonly number[], attempts: number, random = Math.random): number | null {
+  const base = scheduleMs[attempts - 1];
+  if (base === undefined) return null;
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/**
+ * The webhook dispatcher: polls PostgreSQL for due deliveries, claims them with a lease (so any
+ * number of dispatcher processes share the work, and one that dies leaves leases that expire),
+ * POSTs each signed event with a per-attempt timeout and records every attempt. Failures are
+ * retried on the schedule; after the last one the delivery is Failed and its endpoint Disabled.
+ */
+export function startDispatcher({ config, logger, pool }: DispatcherDeps): { stop(): Promise<void> } {
+  const log = logger.child({ worker: 'webhooks' });
+  const inFlight = new Set<Promise<void>>();
+  let stopping = false;
+  let wake: (() => void) | null = null;
+  const nap = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        wake = null;
+        resolve();
+      }, ms);
+      wake = () => {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      };
+    });
+
+  async function record(d: Claimed, startedAt: Date, result: AttemptResult): Promise<void> {
+    const delay = result.outcome === 'Succeeded' ? null : retryDelayMs(config.webhookRetryScheduleMs, d.round_attempts);
+    const gaveUp = result.outcome !== 'Succeeded' && delay === null;
+    await inTransaction(pool, async (tx) => {
+      await tx.query(insertAttempt, [
+        d.id,
+        d.event_id,
+        d.endpoint_id,
+        d.attempt_count,
+        result.outcome,
+        result.statusCode,
+        result.latencyMs,
+        result.error?.slice(0, 1000) ?? null,
+        result.responseSnippet,
+        startedAt,
+      ]);
+      const error = result.error?.slice(0, 1000) ?? null;
+      const updated =
+        result.outcome === 'Succeeded'
+          ? await tx.query(markSucceeded, [d.id, d.lease_token])
+          : gaveUp
+            ? await tx.query(markGaveUp, [d.id, d.lease_token, error])
+            : await tx.query(scheduleRetry, [d.id, d.lease_token, delay, error]);
+      if (updated.rowCount === 0) {
+        // Our lease expired and another dispatcher claimed the delivery: it decides now.
+        log.warn(
+          { eventId: d.event_id, endpointId: d.endpoint_id },
+          'webhook lease lost before the outcome was recorded',
+        );
+        return;
+      }
+      if (result.outcome === 'Succeeded') {
+        await tx.query(endpointSucceeded, [d.endpoint_id]);
+        return;
+      }
+      await tx.query(endpointFailed, [d.endpoint_id]);
+      if (gaveUp) {
+        const attempts = d.round_attempts;
+        const reason =
+          `delivery of ${d.event_id} (${d.type}) failed ${attempts} attempt${attempts === 1 ? '' : 's'}; ` +
+          `last: ${result.error ?? result.outcome}`;
+        const disabled = await tx.query(disableEndpoint, [d.endpoint_id, reason.slice(0, 1000)]);
+        if (disabled.rowCount)
+          log.error(
+            {
+              endpointId: d.endpoint_id,
+              clientId: disabled.rows[0].client_id,
+              url: d.url,
+              eventId: d.event_id,
+              reason,
+            },
+            'webhook endpoint disabled: it kept failing',
+          );
+      }
+    });
+    const level = result.outcome === 'Succeeded' ? 'debug' : 'warn';
+    log[level](
+      {
+        eventId: d.event_id,
+        endpointId: d.endpoint_id,
+        attempt: d.attempt_count,
+        outcome: result.outcome,
+        statusCode: result.statusCode,
+        latencyMs: result.latencyMs,
+        error: result.error,
+        nextAttemptInMs: delay,
+      },
+      'webhook attempt',
+    );
+  }
+
+  async function attempt(d: Claimed): Promise<void> {
+    const startedAt = new Date();
+    const secrets = d.previous_secret ? [d.secret, d.previous_secret] : [d.secret];
+    const headers = {
+      ...signWebhook(d.event_id, startedAt, d.body, secrets),
+      'user-agent': `connect-integration-webhooks/${serviceVersion}`,
+    };
+    const result = await postWebhook(d.url, headers, d.body, {
+      timeoutMs: config.webhookTimeoutMs,
+      allowPrivate: config.webhookAllowPrivateTargets,
+    });
+    await record(d, startedAt, result);
+  }
+
+  function launch(d: Claimed) {
+    const p: Promise<void> = attempt(d)
+      .catch((err: unknown) =>
+        // Not recorded (PostgreSQL unreachable?): the lease expires and the delivery is tried again.
+        log.error({ err, eventId: d.event_id, endpointId: d.endpoint_id }, 'webhook attempt could not be recorded'),
+      )
+      .finally(() => {
+        inFlight.delete(p);
+        wake?.();
+      });
+    inFlight.add(p);
+  }
+
+  const loop = (async () => {
+    while (!stopping) {
+      const free = config.webhookConcurrency - inFlight.size;
+      let claimed = 0;
+      if (free > 0) {
+        try {
+          const { rows } = await pool.query<Claimed>(claimDeliveries, [free, leaseMs(config)]);
+          claimed = rows.length;
+          for (const row of rows) launch(row);
+        } catch (err) {
+          log.warn({ err }, 'webhook poll failed');
+        }
+      }
+      if (stopping) break;
+      // A full claim means more may be due: poll again at once once a slot is free.
+      if (claimed > 0 && claimed === free && inFlight.size < config.webhookConcurrency) continue;
+      await nap(config.webhookPollIntervalMs);
+    }
+  })();
+
+  return {
+    async stop() {
+      stopping = true;
+      wake?.();
+      await loop;
+      await Promise.allSettled([...inFlight]); // in-flight attempts finish (each bounded by the timeout)
+    },
+  };
+}
+
+/** The runner's `webhooks` kind (WORKERS=webhooks): one dispatcher per process. */
+export const webhookDispatcher: PollingWorker = {
+  name: 'webhooks',
+  polling: true,
+  start: async (deps) => startDispatcher(deps),
+};
