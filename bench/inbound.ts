@@ -1,0 +1,606 @@
+// `npx tsx bench/inbound.ts`: inbound target throughput, each figure against a bare baseline
+// measured in the same run on the same machine. Brings up what it needs (the local broker via
+// scripts/kafka up, a throwaway database, a demo tenant), runs every party as its own process,
+// prints a table and writes the figures to bench/results/inbound-<time>.json and
+// bench/results/inbound-latest.json. Asserts nothing. Phases, in this order:
+//
+//   A0  bare producer (bench/lib/bare-producer.ts): the service's Kafka adapter (kafkajs,
+//       idempotent, acks=-1, one request in flight) sends the same batches, cut and enveloped as
+//       the gateway does, into the same topic with the same concurrency: the path's physical limit.
+//       Repeated BENCH_A0_ROUNDS times with the same messages; the median round counts. The
+//       workers' consumer group is then moved past these messages (they name no import job).
+//   A   the gateway process under load from bench/lib/load.ts (another process, loopback,
+//       keep-alive, N concurrent clients, bounded in count and time): targets accepted per
+//       second in 200 answers, request latency, the gateway's peak memory (VmHWM). No workers run.
+//   B   the worker runner process (WORKERS=inbound) applies everything A queued: targets per
+//       second from the first chunk's transaction (min import_jobs.started_at) until every job of
+//       the run is Completed (seen by polling every 50 ms).
+//   B0  psql `\copy` of the same rows (same columns the worker writes) into the same `targets`
+//       table under another tenant: same indexes, foreign key, TOAST and WAL as the worker pays
+//       (a TEMP table would skip WAL and flatter the baseline). BENCH_B0_ROUNDS rounds, one new
+//       tenant each; the median round counts.
+//   P   backpressure probe: more concurrent batches than INBOUND_MAX_IN_FLIGHT; counts 200 vs
+//       503 + Retry-After and the gateway's peak memory meanwhile.
+//
+// Options (env): BENCH_BATCHES (200), BENCH_BATCH_SIZE (1000), BENCH_CONCURRENCY (4),
+// BENCH_WARMUP_BATCHES (2 × concurrency), BENCH_MAX_SECONDS (60, per load phase),
+// BENCH_A0_ROUNDS (3) and BENCH_B0_ROUNDS (3) (baselines repeated, median taken),
+// BENCH_PROBE (1; 0 skips P), BENCH_PROBE_CONCURRENCY (64), BENCH_PROBE_REQUESTS (4 × that),
+// BENCH_CPU_PROF (a directory: the gateway and the workers write V8 CPU profiles there),
+// DATABASE_URL (server to create the throwaway database on), KAFKA_BROKERS (127.0.0.1:9092).
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import { demo } from '../src/admin/commands/demo.js';
+import { loadConfig } from '../src/shared/config.js';
+import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
+import { createPool } from '../src/shared/db/pool.js';
+import { topicNames } from '../src/shared/kafka/topics.js';
+import type { ProducerParams, ProducerResult } from './lib/bare-producer.js';
+import { deleteRunArtifacts, moveGroupToEnd, topicMessageCount } from './lib/kafka-admin.js';
+import type { LoadParams, LoadResult } from './lib/load.js';
+import {
+  brokerPid,
+  cpuSeconds,
+  phaseCpu,
+  readMemory,
+  resetPeak,
+  runForResult,
+  sampleMemory,
+  spawnTsx,
+  type Child,
+  type PhaseCpu,
+} from './lib/processes.js';
+import { round } from './lib/stats.js';
+
+const envInt = (name: string, def: number, min = 1) => {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min)
+    throw new Error(`${name} must be an integer ≥ ${min}, not ${JSON.stringify(raw)}`);
+  return n;
+};
+
+const opts = {
+  batches: envInt('BENCH_BATCHES', 200),
+  batchSize: envInt('BENCH_BATCH_SIZE', 1000),
+  concurrency: envInt('BENCH_CONCURRENCY', 4),
+  warmupBatches: 0,
+  maxSeconds: envInt('BENCH_MAX_SECONDS', 60),
+  probe: envInt('BENCH_PROBE', 1, 0) > 0,
+  probeConcurrency: envInt('BENCH_PROBE_CONCURRENCY', 64),
+  probeRequests: 0,
+  a0Rounds: envInt('BENCH_A0_ROUNDS', 3),
+  b0Rounds: envInt('BENCH_B0_ROUNDS', 3),
+};
+opts.warmupBatches = envInt('BENCH_WARMUP_BATCHES', 2 * opts.concurrency, 0);
+opts.probeRequests = envInt('BENCH_PROBE_REQUESTS', 4 * opts.probeConcurrency);
+
+const repoRoot = new URL('..', import.meta.url).pathname;
+const runId = randomBytes(4).toString('hex');
+const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/connect';
+const dbName = `connect_bench_inbound_${runId}`;
+const dbUrl = new URL(serverUrl);
+dbUrl.pathname = `/${dbName}`;
+const databaseUrl = dbUrl.toString();
+const brokersEnv = process.env.KAFKA_BROKERS || '127.0.0.1:9092';
+const topicPrefix = `bench-inbound-${runId}.`;
+const serviceConfig = loadConfig({
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  KAFKA_BROKERS: brokersEnv,
+  KAFKA_TOPIC_PREFIX: topicPrefix,
+});
+const brokers = serviceConfig.kafkaBrokers;
+const topic = topicNames(serviceConfig).inboundTargets;
+const csvPath = join(tmpdir(), `bench-inbound-${runId}.csv`);
+
+const childEnv: NodeJS.ProcessEnv = {
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  KAFKA_BROKERS: brokersEnv,
+  KAFKA_TOPIC_PREFIX: topicPrefix,
+  LOG_LEVEL: 'warn',
+};
+const cpuProfDir = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : '';
+const profArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [];
+const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// The columns the inbound worker writes (src/workers/inbound/sql.ts, upsertTargets).
+const targetColumns = [
+  'tenant_id',
+  'source_system',
+  'external_id',
+  'name',
+  'address',
+  'latitude',
+  'longitude',
+  'time_windows',
+  'service_duration_minutes',
+  'priority',
+  'tags',
+  'metadata',
+  'last_import_job_id',
+  'last_item_index',
+];
+
+function psql(commands: string[]): string {
+  const args = ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', databaseUrl, ...commands.flatMap((c) => ['-c', c])];
+  const r = spawnSync('psql', args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`psql failed (${r.status}): ${r.stderr}`);
+  return r.stdout;
+}
+
+/**
+ * psql run asynchronously while this process samples the CPU time of psql's backend (found by
+ * application name in pg_stat_activity), so the COPY's server-side CPU counts as the benchmark's.
+ */
+async function psqlWatched(pool: pg.Pool, commands: string[]): Promise<{ stdout: string; backendCpuSeconds: number }> {
+  const appName = `bench-inbound-copy-${runId}`;
+  const args = ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', databaseUrl, ...commands.flatMap((c) => ['-c', c])];
+  const child = spawn('psql', args, { env: { ...process.env, PGAPPNAME: appName }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let running = true;
+  void exited.then(() => (running = false));
+  let backend: number | null = null;
+  let backendCpu = 0;
+  while (running) {
+    if (backend === null) {
+      const { rows } = await pool.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE application_name = $1',
+        [appName],
+      );
+      backend = rows[0]?.pid ?? null;
+    }
+    if (backend !== null) {
+      const cpu = cpuSeconds(backend);
+      if (Number.isFinite(cpu)) backendCpu = cpu;
+    }
+    await sleep(20);
+  }
+  const code = await exited;
+  if (code !== 0) throw new Error(`psql failed (${code}): ${stderr}`);
+  return { stdout, backendCpuSeconds: backendCpu };
+}
+
+async function checkpoint(pool: pg.Pool) {
+  await pool.query('CHECKPOINT').catch((err: Error) => log(`CHECKPOINT not allowed (${err.message}); continuing`));
+}
+
+type Tenant = { tenantId: string; clients: Record<string, { apiKey: string; clientId: string }> };
+
+let gateway: Child | null = null;
+let workers: Child | null = null;
+let pool: pg.Pool | null = null;
+
+const loadAtStart = loadavg().map((n) => round(n, 2));
+
+async function run() {
+  log(`run ${runId}: ${opts.batches} batches × ${opts.batchSize} targets, ${opts.concurrency} concurrent clients`);
+  execFileSync(join(repoRoot, 'scripts/kafka'), ['up'], { stdio: ['ignore', 'ignore', 'inherit'], cwd: repoRoot });
+
+  await ensureDatabase(databaseUrl);
+  await migrateUp(databaseUrl);
+  pool = createPool(databaseUrl, 4, 'bench-inbound');
+  const tenant = (await demo.run({ pool, warn: () => undefined }, { name: 'bench-inbound' })) as Tenant;
+  await pool.query('UPDATE integration_clients SET rate_limit_per_minute = 100000000');
+  const broker = brokerPid(Number(brokers[0]!.split(':').at(-1)));
+  const client = tenant.clients['inbound.targets.batch.write'] ?? tenant.clients.all!;
+  const phaseTimeoutMs = (opts.maxSeconds * 3 + 120) * 1000;
+
+  // ---- A0: the bare producer -------------------------------------------------------------
+  log('A0: bare producer');
+  const producerParams: ProducerParams = {
+    runId,
+    tag: 'a0-',
+    batches: opts.batches,
+    warmupBatches: opts.warmupBatches,
+    batchSize: opts.batchSize,
+    concurrency: opts.concurrency,
+    tenantId: tenant.tenantId,
+    clientId: client.clientId,
+    maxSeconds: opts.maxSeconds,
+    rounds: opts.a0Rounds,
+  };
+  const cpuA0 = phaseCpu(broker, dbName);
+  const a0 = await runForResult<ProducerResult>(
+    'bench/lib/bare-producer.ts',
+    { ...childEnv, BENCH_PRODUCER_PARAMS: JSON.stringify(producerParams) },
+    'bare producer',
+    phaseTimeoutMs,
+  );
+  const a0Cpu = cpuA0.end([]);
+  const skipped = await moveGroupToEnd(brokers, `${topicPrefix}inbound`, topic);
+  log(`A0: ${a0.targetsPerSecond} targets/s; workers' group moved past ${skipped} messages`);
+
+  // ---- A: the gateway under load ---------------------------------------------------------
+  gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', profArgs);
+  const url = (await gateway.waitFor(/gateway: listening on (\S+)/))[1]!;
+  const idle = readMemory(gateway.pid);
+  const peakReset = resetPeak(gateway.pid);
+  const memA = sampleMemory(gateway.pid);
+  const gatewayCpu0 = cpuSeconds(gateway.pid);
+  const cpuA = phaseCpu(broker, dbName);
+  cpuA.track(gateway.pid);
+  log(`A: gateway at ${url} (pid ${gateway.pid}, idle RSS ${idle?.rssMiB.toFixed(0)} MiB)`);
+  const loadParams: LoadParams = {
+    url,
+    apiKey: client.apiKey,
+    runId,
+    mode: 'throughput',
+    tag: 'a-',
+    batches: opts.batches,
+    warmupBatches: opts.warmupBatches,
+    batchSize: opts.batchSize,
+    concurrency: opts.concurrency,
+    maxSeconds: opts.maxSeconds,
+    timeoutMs: 60_000,
+  };
+  const a = await runForResult<LoadResult>(
+    'bench/lib/load.ts',
+    { ...childEnv, BENCH_LOAD_PARAMS: JSON.stringify(loadParams) },
+    'load generator',
+    phaseTimeoutMs,
+  );
+  const aCpu = cpuA.end([gateway.pid]);
+  const gatewayCpuA = cpuSeconds(gateway.pid) - gatewayCpu0;
+  const aMem = memA.stop();
+  log(
+    `A: ${a.targetsPerSecond} targets/s, statuses ${JSON.stringify(a.statuses)}, peak RSS ${aMem.peakHwmMiB.toFixed(0)} MiB`,
+  );
+
+  const queued = (
+    await pool.query<{ jobs: number; targets: number; messages: number }>(
+      `SELECT count(*)::int AS jobs, coalesce(sum(accepted_count), 0)::int AS targets,
+              coalesce(sum(chunk_count), 0)::int AS messages
+         FROM import_jobs WHERE tenant_id = $1`,
+      [tenant.tenantId],
+    )
+  ).rows[0]!;
+  const topicMessages = await topicMessageCount(brokers, topic);
+
+  // ---- B: the workers apply what A queued -------------------------------------------------
+  log(`B: workers apply ${queued.targets} targets of ${queued.jobs} import jobs`);
+  await checkpoint(pool);
+  const cpuB = phaseCpu(broker, dbName);
+  const spawnedAt = Date.now();
+  workers = spawnTsx('src/workers/runner.ts', { ...childEnv, WORKERS: 'inbound' }, 'workers', profArgs);
+  await workers.waitFor(/workers: running/);
+  const readyAt = Date.now();
+  const bDeadline = Date.now() + phaseTimeoutMs;
+  let progress: {
+    final: number;
+    completed: number;
+    applied: number;
+    failed: number;
+    first: Date | null;
+    last: Date | null;
+  };
+  for (;;) {
+    progress = (
+      await pool.query(
+        `SELECT count(*) FILTER (WHERE status IN ('Completed', 'CompletedWithErrors', 'Failed'))::int AS final,
+                count(*) FILTER (WHERE status = 'Completed')::int AS completed,
+                coalesce(sum(applied_count), 0)::int AS applied, coalesce(sum(failed_count), 0)::int AS failed,
+                min(started_at) AS first, max(completed_at) AS last
+           FROM import_jobs WHERE tenant_id = $1`,
+        [tenant.tenantId],
+      )
+    ).rows[0];
+    if (progress.final >= queued.jobs) break;
+    if (Date.now() > bDeadline) throw new Error(`B: only ${progress.final} of ${queued.jobs} jobs final in time`);
+    if (workers.child.exitCode !== null) throw new Error(`B: workers exited:\n${workers.output().slice(-3000)}`);
+    await sleep(50);
+  }
+  const doneAt = Date.now();
+  const bCpu = cpuB.end([workers.pid]);
+  const workerCpu = cpuSeconds(workers.pid);
+  const workerMem = readMemory(workers.pid);
+  await workers.stop();
+  workers = null;
+  const firstChunkAt = progress.first!.getTime();
+  const bSeconds = (doneAt - firstChunkAt) / 1000;
+  const rowsInTable = (
+    await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM targets WHERE tenant_id = $1', [tenant.tenantId])
+  ).rows[0]!.n;
+  const b = {
+    targets: progress.applied,
+    failedTargets: progress.failed,
+    jobs: queued.jobs,
+    completedJobs: progress.completed,
+    rowsInTable,
+    seconds: round(bSeconds, 3),
+    targetsPerSecond: round(progress.applied / bSeconds),
+    fromProcessStart: {
+      seconds: round((doneAt - spawnedAt) / 1000, 3),
+      targetsPerSecond: round(progress.applied / ((doneAt - spawnedAt) / 1000)),
+    },
+    fromGroupJoined: {
+      seconds: round((doneAt - readyAt) / 1000, 3),
+      targetsPerSecond: round(progress.applied / ((doneAt - readyAt) / 1000)),
+    },
+    workerCpuSeconds: round(workerCpu, 2),
+    workerRssMiB: round(workerMem?.hwmMiB ?? NaN, 0),
+    cpu: bCpu,
+  };
+  log(`B: ${b.targetsPerSecond} targets/s over ${b.seconds} s`);
+
+  // ---- B0: a bare COPY of the same rows ---------------------------------------------------
+  // The same rows (exported from what B wrote) under another tenant each round (the primary key
+  // includes tenant_id); the median round is the figure. Timed: the \copy statement (psql \timing).
+  const copyRounds: {
+    rows: number;
+    seconds: number;
+    rowsPerSecond: number;
+    psqlProcessSeconds: number;
+    cpu: PhaseCpu;
+  }[] = [];
+  for (let r = 0; r < opts.b0Rounds; r++) {
+    const copyTenant = (await demo.run({ pool, warn: () => undefined }, { name: `bench-inbound-copy-${r}` })) as Tenant;
+    const select = targetColumns.map((c) => (c === 'tenant_id' ? `'${copyTenant.tenantId}'::uuid` : c)).join(', ');
+    psql([
+      `\\copy (SELECT ${select} FROM targets WHERE tenant_id = '${tenant.tenantId}') TO '${csvPath}' WITH (FORMAT csv)`,
+    ]);
+    await checkpoint(pool);
+    const cpuB0 = phaseCpu(broker, dbName);
+    const copyStarted = performance.now();
+    const { stdout: out, backendCpuSeconds } = await psqlWatched(pool, [
+      '\\timing on',
+      `\\copy targets (${targetColumns.join(', ')}) FROM '${csvPath}' WITH (FORMAT csv)`,
+    ]);
+    const copyWallMs = performance.now() - copyStarted;
+    const cpu = cpuB0.end([], { benchSeconds: backendCpuSeconds });
+    rmSync(csvPath, { force: true });
+    const statementMs = Number(out.match(/Time: ([\d.]+) ms/)?.[1] ?? NaN);
+    const rows = (
+      await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM targets WHERE tenant_id = $1', [
+        copyTenant.tenantId,
+      ])
+    ).rows[0]!.n;
+    copyRounds.push({
+      rows,
+      seconds: round(statementMs / 1000, 3),
+      rowsPerSecond: round(rows / (statementMs / 1000)),
+      psqlProcessSeconds: round(copyWallMs / 1000, 3),
+      cpu,
+    });
+  }
+  const b0 = {
+    ...[...copyRounds].sort((x, y) => x.rowsPerSecond - y.rowsPerSecond)[Math.floor(copyRounds.length / 2)]!,
+    rounds: copyRounds.map((x) => x.rowsPerSecond),
+    target: 'targets (same table, one more tenant per round)',
+  };
+  log(`B0: ${b0.rowsPerSecond} rows/s`);
+
+  // ---- P: backpressure probe --------------------------------------------------------------
+  let probe: Record<string, unknown> | null = null;
+  if (opts.probe) {
+    log(
+      `P: ${opts.probeRequests} batches, ${opts.probeConcurrency} concurrent (in-flight limit ${serviceConfig.inboundMaxInFlight})`,
+    );
+    const before = readMemory(gateway.pid);
+    const reset = resetPeak(gateway.pid);
+    const memP = sampleMemory(gateway.pid);
+    const p = await runForResult<LoadResult>(
+      'bench/lib/load.ts',
+      {
+        ...childEnv,
+        BENCH_LOAD_PARAMS: JSON.stringify({
+          ...loadParams,
+          mode: 'probe',
+          tag: 'p-',
+          batches: opts.probeRequests,
+          warmupBatches: 0,
+          concurrency: opts.probeConcurrency,
+        } satisfies LoadParams),
+      },
+      'probe load generator',
+      phaseTimeoutMs,
+    );
+    const pMem = memP.stop();
+    probe = {
+      concurrency: opts.probeConcurrency,
+      inFlightLimit: serviceConfig.inboundMaxInFlight,
+      requests: p.requests,
+      statuses: p.statuses,
+      retryAfter: p.retryAfter,
+      retryAfterValues: p.retryAfterValues,
+      errors: p.errors,
+      errorSamples: p.errorSamples,
+      acceptedTargetsPerSecond: p.targetsPerSecond,
+      latencyOkMs: p.latencyMs,
+      latencyAllMs: p.latencyAllMs,
+      rssBeforeMiB: round(before?.rssMiB ?? NaN, 0),
+      peakRssMiB: round(reset ? pMem.peakHwmMiB : pMem.maxSampledRssMiB, 0),
+      peakFrom: reset ? 'VmHWM (reset before the probe)' : 'largest 50 ms sample of VmRSS',
+    };
+    log(`P: statuses ${JSON.stringify(p.statuses)}, Retry-After on ${p.retryAfter}, peak RSS ${probe.peakRssMiB} MiB`);
+  }
+
+  // ---- Report ----------------------------------------------------------------------------
+  const aOverA0 = a.targetsPerSecond / a0.targetsPerSecond;
+  const bOverB0 = b.targetsPerSecond / b0.rowsPerSecond;
+  const result = {
+    benchmark: 'inbound',
+    runAt: new Date().toISOString(),
+    runId,
+    machine: { cpus: machineCores(), node: process.version, loadAverageAtStart: loadAtStart },
+    options: opts,
+    kafka: {
+      brokers,
+      brokerPid: broker,
+      topic,
+      partitions: serviceConfig.kafkaTopicPartitions,
+      chunkMaxBytes: serviceConfig.inboundChunkMaxBytes,
+    },
+    a0: {
+      ...a0,
+      cpu: a0Cpu,
+    },
+    a: {
+      targetsPerSecond: a.targetsPerSecond,
+      requestsPerSecond: a.requestsPerSecond,
+      seconds: a.seconds,
+      requests: a.requests,
+      statuses: a.statuses,
+      errors: a.errors,
+      errorSamples: a.errorSamples,
+      acceptedTargets: a.acceptedTargets,
+      bodyBytesAvg: a.bodyBytesAvg,
+      latencyMs: a.latencyMs,
+      warmup: a.warmup,
+      queuedJobs: queued.jobs,
+      queuedMessages: queued.messages,
+      topicMessages,
+      gateway: {
+        idleRssMiB: round(idle?.rssMiB ?? NaN, 0),
+        peakRssMiB: round(peakReset ? aMem.peakHwmMiB : aMem.maxSampledRssMiB, 0),
+        peakFrom: peakReset ? 'VmHWM (reset after start-up, before the load)' : 'VmHWM since start-up',
+        maxSampledRssMiB: round(aMem.maxSampledRssMiB, 0),
+        cpuSeconds: round(gatewayCpuA, 2),
+        cpuCoresUsed: round(gatewayCpuA / (a.seconds + a.warmup.seconds), 2),
+      },
+      loadGeneratorCpuSeconds: a.cpuSeconds,
+      cpu: aCpu,
+    },
+    b,
+    b0,
+    probe,
+    /** CPU used by processes outside this benchmark, broker and PostgreSQL, per phase (cores). */
+    otherCpuCores: { A0: a0Cpu.otherCores, A: aCpu.otherCores, B: bCpu.otherCores, B0: b0.cpu.otherCores },
+    ratios: { aOverA0: round(aOverA0, 3), bOverB0: round(bOverB0, 3) },
+    aims: { aOverA0: 0.8, bOverB0: 0.5, aMet: aOverA0 >= 0.8, bMet: bOverB0 >= 0.5 },
+  };
+
+  const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+  const rows: [string, string, string, string][] = [
+    [
+      'A0 bare producer (kafkajs, acks=-1)',
+      fmt(a0.targetsPerSecond),
+      'targets/s',
+      `${fmt(a0.megabytesPerSecond, 1)} MB/s, median of ${a0.rounds.length}`,
+    ],
+    [
+      'A  POST targets/batch, accepted',
+      fmt(a.targetsPerSecond),
+      'targets/s',
+      `A/A0 = ${aOverA0.toFixed(2)}${aOverA0 >= 0.8 ? '' : '  (aim 0.80)'}`,
+    ],
+    [
+      'A  request latency p50/p95/p99',
+      `${fmt(a.latencyMs.p50)} / ${fmt(a.latencyMs.p95)} / ${fmt(a.latencyMs.p99)}`,
+      'ms',
+      `${opts.batchSize} targets/request`,
+    ],
+    [
+      'A  gateway peak memory (VmHWM)',
+      fmt(result.a.gateway.peakRssMiB),
+      'MiB',
+      `idle ${fmt(result.a.gateway.idleRssMiB)} MiB`,
+    ],
+    ['B0 COPY same rows into targets', fmt(b0.rowsPerSecond), 'rows/s', `median of ${b0.rounds.length}`],
+    [
+      'B  workers applied',
+      fmt(b.targetsPerSecond),
+      'targets/s',
+      `B/B0 = ${bOverB0.toFixed(2)}${bOverB0 >= 0.5 ? '' : '  (aim 0.50)'}`,
+    ],
+  ];
+  if (probe) {
+    const st = probe.statuses as Record<string, number>;
+    rows.push([
+      `P  ${opts.probeConcurrency} concurrent > limit ${serviceConfig.inboundMaxInFlight}`,
+      `${st['200'] ?? 0} × 200, ${st['503'] ?? 0} × 503`,
+      'answers',
+      `Retry-After on ${probe.retryAfter}; peak ${fmt(probe.peakRssMiB as number)} MiB`,
+    ]);
+  }
+  const widths = [0, 1, 2, 3].map((i) =>
+    Math.max(...[['phase', 'figure', 'unit', 'ratio / note'], ...rows].map((r) => r[i]!.length)),
+  );
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (i === 1 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  console.log(
+    `\nInbound targets, ${opts.batches} batches × ${opts.batchSize} targets, ${opts.concurrency} concurrent clients, ` +
+      `${machineCores()} cores (run ${runId})\n`,
+  );
+  console.log(line(['phase', 'figure', 'unit', 'ratio / note']));
+  console.log(line(widths.map((w) => '-'.repeat(w))));
+  for (const r of rows) console.log(line(r));
+  console.log(
+    `\nB timed from the first chunk's transaction to the last job Completed (${b.seconds} s); ` +
+      `from worker process start: ${fmt(b.fromProcessStart.targetsPerSecond)} targets/s.`,
+  );
+
+  const contended = Object.entries(result.otherCpuCores).filter(([, cores]) => cores > 0.3);
+  if (contended.length > 0)
+    console.log(
+      `\nwarning: other processes used ${contended.map(([phase, cores]) => `${cores} cores during ${phase}`).join(', ')} ` +
+        `of ${machineCores()}: figures are unreliable; rerun on a quiet machine.`,
+    );
+
+  const dir = join(repoRoot, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `inbound-${result.runAt.replace(/[:.]/g, '-')}.json`);
+  const json = `${JSON.stringify(result, null, 2)}\n`;
+  writeFileSync(file, json);
+  writeFileSync(join(dir, 'inbound-latest.json'), json);
+  console.log(`results: ${file.slice(repoRoot.length)} (and bench/results/inbound-latest.json)`);
+}
+
+function machineCores(): number {
+  return Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()) || 1;
+}
+
+/** The server's `postgres` database: dropping ours must not depend on DATABASE_URL's database existing. */
+function maintenanceUrl(): string {
+  const u = new URL(serverUrl);
+  u.pathname = '/postgres';
+  return u.toString();
+}
+
+async function teardown() {
+  await Promise.allSettled([workers?.stop(), gateway?.stop()]);
+  await pool?.end().catch(() => undefined);
+  rmSync(csvPath, { force: true });
+  await deleteRunArtifacts(brokers, topicPrefix).catch((err: Error) => log(`could not delete topics: ${err.message}`));
+  const admin = new pg.Client({ connectionString: maintenanceUrl() });
+  try {
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  } catch (err) {
+    log(`could not drop database ${dbName}: ${(err as Error).message}; drop it by hand`);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+}
+
+let tornDown: Promise<void> | null = null;
+const teardownOnce = () => (tornDown ??= teardown());
+process.once('SIGINT', () => {
+  log('interrupted: tearing down');
+  void teardownOnce().finally(() => process.exit(130));
+});
+
+let failed = false;
+try {
+  await run();
+} catch (err) {
+  failed = true;
+  process.stderr.write(`bench: failed: ${(err as Error).stack ?? String(err)}\n`);
+} finally {
+  await teardownOnce();
+}
+process.exit(failed ? 1 : 0);
