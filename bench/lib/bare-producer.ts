@@ -6,7 +6,7 @@
 // produce() call per batch, as the gateway makes one per request. No HTTP, no validation, no
 // PostgreSQL; messages are serialised before the clock starts. Parameters: BENCH_PRODUCER_PARAMS
 // (JSON) plus the service's usual environment (KAFKA_BROKERS, KAFKA_TOPIC_PREFIX, …).
-import { cutIntoChunks } from '../../src/gateway/inbound/chunks.js';
+import { cutIntoChunks, withItems } from '../../src/gateway/inbound/chunks.js';
 import { chunkMessageType, chunkMessageVersion, type ChunkPayload } from '../../src/shared/inbound/chunk-message.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { createKafkaBus, type OutboundMessage } from '../../src/shared/kafka/bus.js';
@@ -76,11 +76,11 @@ async function main() {
         sourceSystem: benchSourceSystem,
         chunkIndex,
         chunkCount: chunks.length,
-        items: chunkItems,
+        items: [],
       };
       return {
         key: importJobId,
-        value: JSON.stringify(envelope(chunkMessageType, chunkMessageVersion, meta, payload)),
+        value: withItems(envelope(chunkMessageType, chunkMessageVersion, meta, payload), chunkItems),
         headers: { 'message-type': chunkMessageType, 'message-version': String(chunkMessageVersion) },
       };
     });

@@ -23,6 +23,7 @@ export async function startGateway(
     brokers: config.kafkaBrokers,
     clientId: `${config.kafkaClientId}-gateway`,
     produceTimeoutMs: config.kafkaProduceTimeoutMs,
+    maxPendingBytes: config.kafkaMaxPendingBytes,
     logger,
     onProduceError: (topic) => metrics.kafkaProduceError(topic),
   });

@@ -25,6 +25,8 @@ const configSchema = z.object({
   KAFKA_TOPIC_PARTITIONS: int(6, 1, 1000),
   KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
   KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6000, 300_000),
+  KAFKA_MAX_PENDING_BYTES: int(64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
+  KAFKA_PARTITIONS_CONCURRENTLY: int(2, 1, 64),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
   RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
@@ -70,6 +72,10 @@ export type Config = {
   kafkaProduceTimeoutMs: number;
   /** A consumer silent this long leaves its group; its partitions go to the others. */
   kafkaSessionTimeoutMs: number;
+  /** Bytes of produce calls not yet settled that a process holds at most (503 beyond). */
+  kafkaMaxPendingBytes: number;
+  /** Partitions one worker process applies side by side, per consumer group. */
+  kafkaPartitionsConcurrently: number;
   logLevel: z.infer<typeof configSchema>['LOG_LEVEL'];
   authCacheTtlMs: number;
   rateLimitPerMinute: number;
@@ -131,6 +137,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaTopicPartitions: c.KAFKA_TOPIC_PARTITIONS,
     kafkaProduceTimeoutMs: c.KAFKA_PRODUCE_TIMEOUT_MS,
     kafkaSessionTimeoutMs: c.KAFKA_SESSION_TIMEOUT_MS,
+    kafkaMaxPendingBytes: c.KAFKA_MAX_PENDING_BYTES,
+    kafkaPartitionsConcurrently: c.KAFKA_PARTITIONS_CONCURRENTLY,
     logLevel: c.LOG_LEVEL,
     authCacheTtlMs: c.AUTH_CACHE_TTL_MS,
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,

@@ -31,6 +31,7 @@ export async function startWorkers(
     brokers: config.kafkaBrokers,
     clientId: `${config.kafkaClientId}-workers`,
     produceTimeoutMs: config.kafkaProduceTimeoutMs,
+    maxPendingBytes: config.kafkaMaxPendingBytes,
     logger,
   });
   const deps: WorkerDeps = { config, logger, pool, bus };
@@ -38,6 +39,7 @@ export async function startWorkers(
   const groups = consumerKinds.map((kind) => {
     const group = bus.consumerGroup(`${config.kafkaTopicPrefix}${kind.groupId}`, {
       sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+      partitionsConcurrently: config.kafkaPartitionsConcurrently,
     });
     group.onCrash((error) => {
       // A non-retriable crash stops kafkajs's consumer for good: exit so a supervisor restarts us.

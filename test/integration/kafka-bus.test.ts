@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/shared/kafka/bus.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { loadConfig } from '../../src/shared/config.js';
+import { createKafkaBus } from '../../src/shared/kafka/bus.js';
 import { runWorkerKind } from '../../src/workers/consumer-loop.js';
 import { deadLetterTopic, type WorkerKind } from '../../src/workers/worker-kind.js';
 import type { Pool } from '../../src/shared/db/pool.js';
@@ -107,5 +108,21 @@ describe('Kafka adapter against the real broker', () => {
     expect(dlq[0]!.headers['x-dlq-error']).toBe('cannot apply poison');
     expect(dlq[0]!.headers['x-dlq-origin']).toMatch(new RegExp(`^${topic.replace(/\./g, '\\.')}/0/\\d+$`));
     expect(attemptsOnPoison).toBeGreaterThanOrEqual(3 + 3); // batch retries, then the message's own
+  });
+
+  it('bounds the bytes of unsettled sends: past the bound produce fails at once', async () => {
+    // Nothing listens on port 1: sends hang in kafkajs's retries, as with a Kafka that is down.
+    const down = createKafkaBus({
+      brokers: ['127.0.0.1:1'],
+      clientId: uniqueName('down'),
+      logger: createLogger('silent', 'test'),
+      produceTimeoutMs: 300,
+      maxPendingBytes: 1000,
+    });
+    const message = { key: 'k', value: 'x'.repeat(800) };
+    await expect(down.produce('t', [message])).rejects.toThrow(/timed out/);
+    // Refused by the bound (not a second timeout): the first send is still retrying.
+    await expect(down.produce('t', [message])).rejects.toThrow(/800 bytes of earlier sends still pending/);
+    await down.close();
   });
 });

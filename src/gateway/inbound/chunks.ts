@@ -1,25 +1,38 @@
 import type { TargetFields } from '../../shared/inbound/target-schema.js';
 
-export type ChunkItems = { index: number; target: TargetFields }[];
+export type ChunkItem = { index: number; target: TargetFields };
 
 /**
- * Cuts accepted targets into Kafka messages of at most maxBytes of items each (in item order),
- * so no message nears the broker's size limit whatever the targets weigh.
+ * Serialises each accepted target once and cuts the JSON texts into chunks of at most maxBytes
+ * (in item order), so no Kafka message nears the broker's size limit whatever the targets weigh.
+ * The texts are reused to build the messages: each item is turned into JSON exactly once.
  */
-export function cutIntoChunks(items: ChunkItems, maxBytes: number): ChunkItems[] {
-  const chunks: ChunkItems[] = [];
-  let current: ChunkItems = [];
+export function cutIntoChunks(items: readonly ChunkItem[], maxBytes: number): string[][] {
+  const chunks: string[][] = [];
+  let current: string[] = [];
   let size = 0;
   for (const item of items) {
-    const bytes = Buffer.byteLength(JSON.stringify(item)) + 1;
+    const json = JSON.stringify(item);
+    const bytes = Buffer.byteLength(json) + 1;
     if (current.length > 0 && size + bytes > maxBytes) {
       chunks.push(current);
       current = [];
       size = 0;
     }
-    current.push(item);
+    current.push(json);
     size += bytes;
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
+}
+
+/**
+ * The message text of an envelope whose payload ends with `items`, with the items' JSON texts
+ * spliced in (JSON.stringify puts `payload` last in the envelope and `items` last in it).
+ */
+export function withItems(envelopeWithEmptyItems: object, itemJson: readonly string[]): string {
+  const text = JSON.stringify(envelopeWithEmptyItems);
+  const tail = '"items":[]}}';
+  if (!text.endsWith(tail)) throw new Error('envelope must end with payload.items');
+  return `${text.slice(0, -tail.length)}"items":[${itemJson.join(',')}]}}`;
 }

@@ -9,7 +9,7 @@ import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce } from '../edge/record-then-produce.js';
 import { toImportJobDto } from '../import-jobs/store.js';
 import type { ImportJobDto } from '../import-jobs/schemas.js';
-import { cutIntoChunks } from './chunks.js';
+import { cutIntoChunks, withItems } from './chunks.js';
 import { findImportJobByKey, insertImportJob } from './store.js';
 import type { ValidatedTargets } from './validate-targets.js';
 
@@ -64,17 +64,17 @@ export function ingestTargets(
     }
     const importJobId = String(row.id);
     const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
-    const messages = chunks.map((items, chunkIndex) => {
+    const messages = chunks.map((itemJson, chunkIndex) => {
       const payload: ChunkPayload = {
         importJobId,
         sourceSystem: req.sourceSystem,
         chunkIndex,
         chunkCount: chunks.length,
-        items,
+        items: [],
       };
       return {
         key: importJobId,
-        value: JSON.stringify(envelope(chunkMessageType, chunkMessageVersion, meta, payload)),
+        value: withItems(envelope(chunkMessageType, chunkMessageVersion, meta, payload), itemJson),
         headers: { 'message-type': chunkMessageType, 'message-version': String(chunkMessageVersion) },
       };
     });

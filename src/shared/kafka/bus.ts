@@ -35,7 +35,10 @@ export interface MessageBus {
   produce(topic: string, messages: OutboundMessage[]): Promise<void>;
   /** Throws when no broker answers within timeoutMs. */
   ping(timeoutMs: number): Promise<void>;
-  consumerGroup(groupId: string, options?: { maxBytesPerPartition?: number; sessionTimeoutMs?: number }): ConsumerGroup;
+  consumerGroup(
+    groupId: string,
+    options?: { maxBytesPerPartition?: number; sessionTimeoutMs?: number; partitionsConcurrently?: number },
+  ): ConsumerGroup;
   close(): Promise<void>;
 }
 
@@ -45,6 +48,12 @@ export type KafkaOptions = {
   logger: Logger;
   /** How long produce() waits for acknowledgement before it fails. */
   produceTimeoutMs?: number;
+  /**
+   * Bytes of sends not yet settled. A timed-out send keeps retrying inside kafkajs (it cannot be
+   * cancelled), so without this bound a slow Kafka plus retrying clients would grow memory
+   * without limit; beyond it produce() fails at once.
+   */
+  maxPendingBytes?: number;
   /** Called once per failed produce call (metrics). */
   onProduceError?: (topic: string) => void;
 };
@@ -66,6 +75,7 @@ export function createKafkaBus({
   logger,
   onProduceError,
   produceTimeoutMs = 10_000,
+  maxPendingBytes = 64 * 1024 * 1024,
 }: KafkaOptions): MessageBus {
   const log = logger.child({ component: 'kafka' });
   const kafka = new Kafka({ clientId, brokers, logLevel: logLevel.INFO, logCreator: kafkajsLogCreator(log) });
@@ -94,6 +104,7 @@ export function createKafkaBus({
   const connectProbe = memoConnect(() => probe.connect());
   const consumers = new Set<Consumer>();
   const declared: TopicSpec[] = [];
+  let pendingBytes = 0;
   let topicsReady: Promise<void> | null = null;
 
   const bus: MessageBus = {
@@ -129,6 +140,12 @@ export function createKafkaBus({
     },
 
     async produce(topic, messages) {
+      const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.value) + m.key.length, 0);
+      if (pendingBytes > 0 && pendingBytes + bytes > maxPendingBytes) {
+        onProduceError?.(topic);
+        throw new Error(`produce to ${topic} refused: ${pendingBytes} bytes of earlier sends still pending`);
+      }
+      pendingBytes += bytes;
       try {
         topicsReady ??= bus.ensureTopics(declared).catch((err: unknown) => {
           topicsReady = null;
@@ -140,6 +157,10 @@ export function createKafkaBus({
             acks: -1,
             messages: messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
           }),
+        );
+        void send.then(
+          () => (pendingBytes -= bytes),
+          () => (pendingBytes -= bytes),
         );
         await withTimeout(send, produceTimeoutMs, `produce to ${topic}`);
       } catch (err) {
@@ -172,6 +193,8 @@ export function createKafkaBus({
           await consumer.connect();
           await consumer.subscribe({ topics, fromBeginning: true });
           await consumer.run({
+            // Batches of different partitions are applied side by side (each still in order).
+            partitionsConsumedConcurrently: options.partitionsConcurrently ?? 1,
             autoCommit: true,
             eachBatchAutoResolve: false,
             eachBatch: async ({ batch, heartbeat, resolveOffset, commitOffsetsIfNecessary, isRunning, isStale }) => {

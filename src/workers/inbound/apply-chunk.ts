@@ -13,19 +13,25 @@ export type ChunkOutcome = 'applied' | 'duplicate' | 'orphan';
 function recordsOf(chunk: ChunkPayload) {
   const latest = new Map<string, ChunkPayload['items'][number]>();
   for (const item of chunk.items) latest.set(item.target.externalId, item);
-  return [...latest.values()].map(({ index, target: t }) => ({
-    external_id: t.externalId,
-    name: t.name,
-    address: t.address ?? null,
-    latitude: t.coordinates?.latitude ?? null,
-    longitude: t.coordinates?.longitude ?? null,
-    time_windows: t.timeWindows ?? [],
-    service_duration_minutes: t.serviceDurationMinutes ?? null,
-    priority: t.priority ?? null,
-    tags: t.tags ?? [],
-    metadata: t.metadata ?? {},
-    item_index: index,
-  }));
+  // Sorted by external id: chunks of different partitions applied side by side lock shared rows
+  // in the same order, so they wait for each other instead of deadlocking.
+  return [...latest.values()]
+    .sort((a, b) =>
+      a.target.externalId < b.target.externalId ? -1 : a.target.externalId > b.target.externalId ? 1 : 0,
+    )
+    .map(({ index, target: t }) => ({
+      external_id: t.externalId,
+      name: t.name,
+      address: t.address ?? null,
+      latitude: t.coordinates?.latitude ?? null,
+      longitude: t.coordinates?.longitude ?? null,
+      time_windows: t.timeWindows ?? [],
+      service_duration_minutes: t.serviceDurationMinutes ?? null,
+      priority: t.priority ?? null,
+      tags: t.tags ?? [],
+      metadata: t.metadata ?? {},
+      item_index: index,
+    }));
 }
 
 /**
