@@ -122,7 +122,7 @@ describe('Kafka adapter against the real broker', () => {
     const message = { key: 'k', value: 'x'.repeat(800) };
     await expect(down.produce('t', [message])).rejects.toThrow(/timed out/);
     // Refused by the bound (not a second timeout): the first send is still retrying.
-    await expect(down.produce('t', [message])).rejects.toThrow(/800 bytes of earlier sends still pending/);
+    await expect(down.produce('t', [message])).rejects.toThrow(/801 bytes of earlier sends still pending/);
     await down.close();
   });
 });
