@@ -64,7 +64,12 @@ export async function runWorkerKind(
   }
 
   const topics = kind.topics(deps.config);
-  await deps.bus.ensureTopics([...topics, ...topics.map((t) => ({ topic: deadLetterTopic(t.topic), partitions: 1 }))]);
+  // A dead-letter topic takes what its topic takes (max.message.bytes), or a large poison message
+  // could never be dead-lettered and would block its partition.
+  await deps.bus.ensureTopics([
+    ...topics,
+    ...topics.map((t) => ({ topic: deadLetterTopic(t.topic), partitions: 1, configs: t.configs })),
+  ]);
   await group.run(
     topics.map((t) => t.topic),
     async (messages, ctx) => {

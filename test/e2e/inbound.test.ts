@@ -203,6 +203,12 @@ describe('import job reads', () => {
     expect(Object.keys(badStatus.body.error.fieldErrors).sort()).toEqual(['skip', 'status']);
     const badId = await suite.api.get('/api/v1/import-jobs/abc', { headers: bearer(key()) });
     expect(badId.status).toBe(400);
+    // Beyond int64 (19 digits, > 9223372036854775807): a 400, not PostgreSQL's out-of-range error as a 500.
+    const hugeId = await suite.api.get('/api/v1/import-jobs/9999999999999999999', { headers: bearer(key()) });
+    expect(hugeId.status).toBe(400);
+    expect((await suite.api.get('/api/v1/import-jobs/9223372036854775807', { headers: bearer(key()) })).status).toBe(
+      404,
+    );
   });
 
   it("answers 404 for another client's or another tenant's job", async () => {

@@ -4,6 +4,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { createKafkaBus } from '../../src/shared/kafka/bus.js';
 import { runWorkerKind } from '../../src/workers/consumer-loop.js';
+import { PermanentMessageError } from '../../src/workers/permanent-error.js';
 import { deadLetterTopic, type WorkerKind } from '../../src/workers/worker-kind.js';
 import type { Pool } from '../../src/shared/db/pool.js';
 import { eventually, testBus, uniqueName } from '../support/kafka.js';
@@ -39,6 +40,16 @@ describe('Kafka adapter against the real broker', () => {
       const ns = ofKey.map((m) => Number(m.headers.n));
       expect(ns).toEqual([...ns].sort((a, b) => a - b));
     }
+  });
+
+  it('produces more bytes of one key than the topic takes in one record batch (max.message.bytes)', async () => {
+    const topic = uniqueName('big');
+    await bus.ensureTopics([{ topic, partitions: 1, configs: { 'max.message.bytes': String(4 * 1024 * 1024) } }]);
+    const value = 'x'.repeat(500 * 1024); // like inbound chunks: 12 × 500 KiB of one import job > 4 MiB
+    await bus.produce(
+      topic,
+      Array.from({ length: 12 }, () => ({ key: 'job', value })),
+    );
   });
 
   it('commits offsets on stop: the group does not see committed messages again', async () => {
@@ -108,6 +119,32 @@ describe('Kafka adapter against the real broker', () => {
     expect(dlq[0]!.headers['x-dlq-error']).toBe('cannot apply poison');
     expect(dlq[0]!.headers['x-dlq-origin']).toMatch(new RegExp(`^${topic.replace(/\./g, '\\.')}/0/\\d+$`));
     expect(attemptsOnPoison).toBeGreaterThanOrEqual(3 + 3); // batch retries, then the message's own
+  });
+
+  it('dead-letters a poison message larger than the broker default (the .dlq takes what its topic takes)', async () => {
+    const prefix = `${uniqueName('bigdlq')}.`;
+    const config = loadConfig({ KAFKA_TOPIC_PREFIX: prefix });
+    const topic = `${prefix}work`;
+    const kind: WorkerKind = {
+      name: 'test',
+      groupId: 'test',
+      topics: () => [{ topic, partitions: 1, configs: { 'max.message.bytes': String(4 * 1024 * 1024) } }],
+      async handleBatch() {
+        throw new PermanentMessageError('never applies');
+      },
+    };
+    const group = bus.consumerGroup(`${prefix}test`);
+    const deps = { config, logger: createLogger('silent', 'test'), pool: {} as Pool, bus };
+    await runWorkerKind(kind, group, deps, { attempts: 1, baseDelayMs: 10, maxDelayMs: 10 });
+    const big = 'p'.repeat(2 * 1024 * 1024); // an inbound chunk may be up to 3 MiB (INBOUND_CHUNK_MAX_BYTES)
+    await bus.produce(topic, [{ key: 'k', value: big }]);
+
+    const dlq: InboundMessage[] = [];
+    const dlqGroup = bus.consumerGroup(uniqueName('dlq-reader'));
+    await dlqGroup.run([deadLetterTopic(topic)], async (ms) => void dlq.push(...ms));
+    await eventually(() => (dlq.length === 1 ? true : undefined), 30_000, 'dead letter');
+    await Promise.all([group.stop(), dlqGroup.stop()]);
+    expect(dlq[0]!.value!.length).toBe(big.length);
   });
 
   it('bounds the bytes of unsettled sends: past the bound produce fails at once', async () => {

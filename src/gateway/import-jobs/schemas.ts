@@ -65,6 +65,7 @@ export const importJobIdParamsSchema = z.strictObject({
   id: z
     .string()
     .regex(/^[1-9]\d{0,18}$/, 'must be a positive integer (int64)')
+    .refine((v) => v.length < 19 || v <= '9223372036854775807', { message: 'must be a positive integer (int64)' })
     .meta({ override: { type: 'integer', format: 'int64', minimum: 1 } }),
 });
 

@@ -58,6 +58,27 @@ export type KafkaOptions = {
   onProduceError?: (topic: string) => void;
 };
 
+/** Bytes of messages one producer.send carries at most (a single larger message goes alone). */
+const maxSendBytes = 1024 * 1024;
+
+function groupsOfBytes(messages: OutboundMessage[], maxBytes: number): OutboundMessage[][] {
+  const groups: OutboundMessage[][] = [];
+  let current: OutboundMessage[] = [];
+  let size = 0;
+  for (const m of messages) {
+    const bytes = Buffer.byteLength(m.value) + m.key.length;
+    if (current.length > 0 && size + bytes > maxBytes) {
+      groups.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(m);
+    size += bytes;
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
+}
+
 function memoConnect(connect: () => Promise<void>): () => Promise<void> {
   let pending: Promise<void> | null = null;
   return () => {
@@ -151,13 +172,17 @@ export function createKafkaBus({
           topicsReady = null;
           throw err;
         });
-        const send = Promise.all([connectProducer(), topicsReady]).then(() =>
-          producer.send({
-            topic,
-            acks: -1,
-            messages: messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
-          }),
-        );
+        // kafkajs puts all messages of one partition into ONE record batch, which the broker
+        // refuses beyond max.message.bytes: send in groups of at most maxSendBytes, one by one.
+        const send = Promise.all([connectProducer(), topicsReady]).then(async () => {
+          for (const group of groupsOfBytes(messages, maxSendBytes)) {
+            await producer.send({
+              topic,
+              acks: -1,
+              messages: group.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+            });
+          }
+        });
         void send.then(
           () => (pendingBytes -= bytes),
           () => (pendingBytes -= bytes),
