@@ -1,4 +1,5 @@
 import type { BatchContext, ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
+import { isConnectionError } from '../shared/db/errors.js';
 import { PermanentMessageError } from './permanent-error.js';
 import { deadLetterTopic, type WorkerDeps, type WorkerKind } from './worker-kind.js';
 
@@ -11,7 +12,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * The one failure policy for consumers: a batch that throws is retried with exponential
  * backoff; if it still fails, its messages are retried one by one, and a message that keeps
  * failing goes to `<topic>.dlq` (with the error and its origin in headers) before the
- * partition moves on. A PermanentMessageError skips the retries. Nothing is dropped silently.
+ * partition moves on. A PermanentMessageError skips the retries; PostgreSQL being unreachable
+ * does not use them up (the partition waits for the database instead of dead-lettering good
+ * messages during an outage). Nothing is dropped silently.
  */
 export async function runWorkerKind(
   kind: WorkerKind,
@@ -22,25 +25,25 @@ export async function runWorkerKind(
   const log = deps.logger.child({ worker: kind.name });
 
   async function withRetries(what: string, fn: () => Promise<void>, ctx: BatchContext): Promise<Error | null> {
-    let lastError: Error | null = null;
-    for (let attempt = 1; attempt <= policy.attempts; attempt++) {
+    let failures = 0; // attempts that count: an unreachable database is no verdict on the message
+    for (;;) {
       const started = performance.now();
       try {
         await fn();
         return null;
       } catch (err) {
-        lastError = err instanceof Error ? err : new Error(String(err));
-        if (lastError instanceof PermanentMessageError) return lastError;
+        const error = err instanceof Error ? err : new Error(String(err));
+        if (error instanceof PermanentMessageError) return error;
+        const outage = isConnectionError(error);
+        if (!outage) failures++;
         const durationMs = Math.round(performance.now() - started);
-        log.warn({ err: lastError, what, attempt, durationMs }, 'worker attempt failed');
-        if (ctx.isStopping()) throw lastError; // leave it uncommitted for the next owner
-        if (attempt < policy.attempts) {
-          await sleep(Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1)));
-          await ctx.heartbeat();
-        }
+        log.warn({ err: error, what, failures, outage, durationMs }, 'worker attempt failed');
+        if (ctx.isStopping()) throw error; // leave it uncommitted for the next owner
+        if (!outage && failures >= policy.attempts) return error;
+        await sleep(Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.min(failures, 10)));
+        await ctx.heartbeat();
       }
     }
-    return lastError;
   }
 
   async function deadLetter(message: InboundMessage, error: Error): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import { isConnectionError } from '../../shared/db/errors.js';
 import { unavailable } from '../../shared/errors.js';
 import type { MessageBus, OutboundMessage } from '../../shared/kafka/bus.js';
 
@@ -49,17 +50,4 @@ export async function recordThenProduce<T>(
   } finally {
     tx.release();
   }
-}
-
-/** Errors that mean "PostgreSQL is not reachable now" rather than a bug in our statement. */
-function isConnectionError(err: unknown): boolean {
-  const code = (err as { code?: string }).code ?? '';
-  return (
-    code.startsWith('08') || // connection exception
-    code === '57P01' ||
-    code === '57P02' ||
-    code === '57P03' || // admin shutdown, crash, cannot connect now
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code) ||
-    /Connection terminated|timeout exceeded when trying to connect/i.test((err as Error).message ?? '')
-  );
 }
