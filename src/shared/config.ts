@@ -5,60 +5,67 @@ import { z } from 'zod';
 const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number().int().min(min).max(max).default(def);
 
-const configSchema = z.object({
-  HOST: z.string().min(1).default('0.0.0.0'),
-  PORT: int(8080, 0, 65535),
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection URL')
-    .default('postgres://postgres@127.0.0.1:5432/connect'),
-  DATABASE_POOL_MAX: int(10, 1, 1000),
-  KAFKA_BROKERS: z
-    .string()
-    .regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'must be host:port[,host:port…]')
-    .default('127.0.0.1:9092'),
-  KAFKA_CLIENT_ID: z.string().min(1).default('connect-integration'),
-  KAFKA_TOPIC_PREFIX: z
-    .string()
-    .regex(/^[a-zA-Z0-9._-]*$/, 'letters, digits, . _ - only')
-    .default('connect.'),
-  KAFKA_TOPIC_PARTITIONS: int(6, 1, 1000),
-  KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
-  KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6000, 300_000),
-  KAFKA_MAX_PENDING_BYTES: int(64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
-  KAFKA_PARTITIONS_CONCURRENTLY: int(2, 1, 64),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
-  RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
-  BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
-  HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
-  SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
-  INBOUND_BATCH_MAX_TARGETS: int(10_000, 1, 1_000_000),
-  INBOUND_BATCH_MAX_BYTES: int(16 * 1024 * 1024, 1024, 256 * 1024 * 1024),
-  INBOUND_CHUNK_MAX_BYTES: int(512 * 1024, 4096, 3 * 1024 * 1024),
-  INBOUND_MAX_IN_FLIGHT: int(16, 1, 10_000),
-  IMPORT_JOBS_MAX_TAKE: int(200, 1, 10_000),
-  ORPHAN_GRACE_MS: int(30_000, 0, 3_600_000),
-  ROUTE_SUGGESTION_MAX_IN_FLIGHT: int(2, 1, 64),
-  // PKCS#8 PEM (EC P-256 or Ed25519; literal \n accepted); empty: a key generated and shared through PostgreSQL.
-  OAUTH_SIGNING_KEY: z.string().default(''),
-  OAUTH_ISSUER: z.string().min(1).max(500).default('urn:connect-integration'),
-  OAUTH_AUDIENCE: z.string().min(1).max(500).default('connect/v1'),
-  OAUTH_TOKEN_TTL_SECONDS: int(600, 60, 86_400),
-  WEBHOOK_TIMEOUT_MS: int(10_000, 100, 120_000),
-  WEBHOOK_RETRY_SCHEDULE: z
-    .string()
-    .regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated delays in seconds, e.g. 5,300,1800')
-    .default('5,300,1800,7200,18000,36000,36000'),
-  WEBHOOK_POLL_INTERVAL_MS: int(1000, 10, 60_000),
-  WEBHOOK_CONCURRENCY: int(16, 1, 1000),
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(['true', 'false']).default('false'),
-  WORKERS: z
-    .string()
-    .regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names')
-    .default(''),
-  WORKER_HEARTBEAT_FILE: z.string().default(''),
-});
+const configSchema = z
+  .object({
+    HOST: z.string().min(1).default('0.0.0.0'),
+    PORT: int(8080, 0, 65535),
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection URL')
+      .default('postgres://postgres@127.0.0.1:5432/connect'),
+    DATABASE_POOL_MAX: int(10, 1, 1000),
+    KAFKA_BROKERS: z
+      .string()
+      .regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'must be host:port[,host:port…]')
+      .default('127.0.0.1:9092'),
+    KAFKA_CLIENT_ID: z.string().min(1).default('connect-integration'),
+    KAFKA_TOPIC_PREFIX: z
+      .string()
+      .regex(/^[a-zA-Z0-9._-]*$/, 'letters, digits, . _ - only')
+      .default('connect.'),
+    KAFKA_TOPIC_PARTITIONS: int(6, 1, 1000),
+    KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
+    KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6000, 300_000),
+    KAFKA_MAX_PENDING_BYTES: int(64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
+    KAFKA_PARTITIONS_CONCURRENTLY: int(2, 1, 64),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
+    RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
+    BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
+    HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
+    SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
+    INBOUND_BATCH_MAX_TARGETS: int(10_000, 1, 1_000_000),
+    INBOUND_BATCH_MAX_BYTES: int(16 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    INBOUND_CHUNK_MAX_BYTES: int(512 * 1024, 4096, 3 * 1024 * 1024),
+    INBOUND_MAX_IN_FLIGHT: int(16, 1, 10_000),
+    IMPORT_JOBS_MAX_TAKE: int(200, 1, 10_000),
+    ORPHAN_GRACE_MS: int(30_000, 0, 3_600_000),
+    ROUTE_SUGGESTION_MAX_IN_FLIGHT: int(2, 1, 64),
+    // PKCS#8 PEM (EC P-256 or Ed25519; literal \n accepted); empty: a key generated and shared through PostgreSQL.
+    OAUTH_SIGNING_KEY: z.string().default(''),
+    OAUTH_ISSUER: z.string().min(1).max(500).default('urn:connect-integration'),
+    OAUTH_AUDIENCE: z.string().min(1).max(500).default('connect/v1'),
+    OAUTH_TOKEN_TTL_SECONDS: int(600, 60, 86_400),
+    WEBHOOK_TIMEOUT_MS: int(10_000, 100, 120_000),
+    WEBHOOK_RETRY_SCHEDULE: z
+      .string()
+      .regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated delays in seconds, e.g. 5,300,1800')
+      .default('5,300,1800,7200,18000,36000,36000'),
+    WEBHOOK_POLL_INTERVAL_MS: int(1000, 10, 60_000),
+    WEBHOOK_CONCURRENCY: int(16, 1, 1000),
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(['true', 'false']).default('false'),
+    WORKERS: z
+      .string()
+      .regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names')
+      .default(''),
+    WORKER_HEARTBEAT_FILE: z.string().default(''),
+  })
+  .refine((c) => c.ORPHAN_GRACE_MS > c.KAFKA_PRODUCE_TIMEOUT_MS, {
+    // A gateway commits its edge row only after Kafka acked, which may take up to the produce
+    // timeout: a shorter grace would let workers skip messages of rows that do commit.
+    message: 'must be greater than KAFKA_PRODUCE_TIMEOUT_MS',
+    path: ['ORPHAN_GRACE_MS'],
+  });
 
 export type Config = {
   host: string;

@@ -38,6 +38,12 @@ describe('loadConfig', () => {
     expect(message.split('\n')).toHaveLength(1);
   });
 
+  it('refuses an orphan grace shorter than the produce timeout', () => {
+    expect(() => loadConfig({ ORPHAN_GRACE_MS: '5000', KAFKA_PRODUCE_TIMEOUT_MS: '8000' })).toThrow(
+      /^invalid configuration: ORPHAN_GRACE_MS="5000": must be greater than KAFKA_PRODUCE_TIMEOUT_MS$/,
+    );
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ PORT: '' }).port).toBe(8080);
   });

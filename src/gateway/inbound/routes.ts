@@ -46,6 +46,7 @@ export function inboundRoutes(deps: Deps): RouteDefinition[] {
       body: inboundTargetSchema,
       errorStatuses: [409],
       maxInFlight: config.inboundMaxInFlight,
+      inFlightGroup: 'inbound',
       parseBody(raw): IngestRequest {
         const { sourceSystem, ...fields } = parseOrThrow(inboundTargetSchema, raw, 'body');
         return {
@@ -81,6 +82,7 @@ export function inboundRoutes(deps: Deps): RouteDefinition[] {
       bodyLimitBytes: config.inboundBatchMaxBytes,
       errorStatuses: [409, 413],
       maxInFlight: config.inboundMaxInFlight,
+      inFlightGroup: 'inbound',
       parseBody(raw): IngestRequest {
         const count = (raw as { targets?: unknown } | null)?.targets;
         if (Array.isArray(count) && count.length > config.inboundBatchMaxTargets) {

@@ -9,13 +9,9 @@ export const createRouteSuggestionSchema = z
   .strictObject({
     name: z.string().trim().min(1).max(200).nullish(),
     date: z.iso.date().meta({ description: 'The day to plan (YYYY-MM-DD), in timeZone.' }),
-    timeZone: z
-      .string()
-      .max(64)
-      .nullish()
-      .meta({
-        description: 'IANA time zone of the day and the shift (default UTC); target windows are converted to it.',
-      }),
+    timeZone: z.string().max(64).nullish().meta({
+      description: 'IANA time zone of the day and the shift (default UTC); target windows are converted to it.',
+    }),
     depot: point.meta({ description: 'Where every vehicle starts at shift start.' }),
     endDepot: point.nullish().meta({ description: 'Where vehicles end the day (default: depot).' }),
     vehicles: z.number().int().min(1).max(50).meta({ description: 'Vehicles / technicians available.' }),

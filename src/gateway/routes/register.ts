@@ -26,11 +26,12 @@ const koaPath = (template: string) => template.replace(/\{(\w+)\}/g, ':$1');
  */
 export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
+  const inFlight = new Map<string, number>(); // requests being worked on, per in-flight group
   for (const route of routes) {
     const scope = scopeOf(route.method, route.path);
     if (route.auth !== 'none' && !scope)
       throw new Error(`no scope in route-scopes.ts for ${route.method} ${route.path}`);
-    let inFlight = 0;
+    const group = route.inFlightGroup ?? route.operationId;
     router[route.method](koaPath(route.path), async (ctx: GatewayContext) => {
       ctx.state.routeTemplate = route.path;
       ctx.state.connectErrorStatuses = route.connectErrorStatuses;
@@ -62,7 +63,7 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
         ctx.set(decision.headers);
         if (!decision.allowed) throw rateLimitedError(decision);
       }
-      if (route.maxInFlight !== undefined && inFlight >= route.maxInFlight) {
+      if (route.maxInFlight !== undefined && (inFlight.get(group) ?? 0) >= route.maxInFlight) {
         throw new AppError(
           'service_unavailable',
           'The gateway is at capacity for this operation; retry shortly.',
@@ -71,11 +72,11 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
           1,
         );
       }
-      inFlight++;
+      inFlight.set(group, (inFlight.get(group) ?? 0) + 1);
       try {
         await handle(ctx, route);
       } finally {
-        inFlight--;
+        inFlight.set(group, inFlight.get(group)! - 1);
       }
     });
   }

@@ -71,6 +71,8 @@ export type RouteDefinition<
    * at once (backpressure instead of an unbounded queue when Kafka or PostgreSQL is slow).
    */
   maxInFlight?: number;
+  /** Operations sharing one in-flight count (default: this operation alone). */
+  inFlightGroup?: string;
   /** Request body media types this operation takes (415 for others); default the JSON trio. */
   requestMediaTypes?: readonly string[];
   /** Request headers the handler reads and validates itself (documentation only). */
