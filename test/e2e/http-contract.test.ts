@@ -66,6 +66,15 @@ describe('request media types', () => {
     expect(res.body.error.requestId).toBe(res.headers.get('x-request-id'));
   });
 
+  it('refuses the NUL character, which PostgreSQL cannot store, with 400', async () => {
+    const res = await suite.api.post('/probe/echo', { body: { name: 'a\u0000b' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('validation_failed');
+    const escaped = await suite.api.post('/probe/echo', { body: { name: 'a\\u0000' } }); // a backslash, then text
+    expect(escaped.status).toBe(400); // too long for the probe schema (max 5): it was parsed, not refused as NUL
+    expect(escaped.body.error.details[0].field).toBe('name');
+  });
+
   it('answers 413 past the body limit', async () => {
     const res = await suite.api.post('/probe/echo', { body: { name: 'x'.repeat(4000) } });
     expect(res.status).toBe(413);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/shared/logger.js';
 import { jobsWorker } from '../../src/workers/jobs/kind.js';
 import { bearer, createDemo, setRateLimit, createClientWithKey } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
@@ -199,5 +200,56 @@ describe('job materialisation', () => {
     expect([mine.status, theirs.status]).toEqual([201, 201]);
     expect(theirs.body.fieldJobId).not.toBe(mine.body.fieldJobId);
     expect(theirs.body.jobNumber).toBe('J-000001');
+  });
+});
+
+describe('a job whose materialisation fails for good', () => {
+  it('is marked Failed when its message is dead-lettered, and replays say so', async () => {
+    const failed = jobBody();
+    const answer = await create('/api/v1/connect/jobs', failed);
+    // Let the worker finish with its own message first, then stage the state of a request whose
+    // materialisation never succeeded, and hand the message to the worker's dead-letter handler
+    // as the consumer loop does after its retries.
+    await eventually(async () => {
+      const { rows } = await suite.pool.query('SELECT materialized_at FROM job_requests WHERE field_job_id = $1', [
+        answer.body.fieldJobId,
+      ]);
+      return rows[0]?.materialized_at ? true : undefined;
+    });
+    await suite.pool.query('UPDATE job_requests SET materialized_at = NULL WHERE field_job_id = $1', [
+      answer.body.fieldJobId,
+    ]);
+    const message = {
+      topic: 'jobs',
+      partition: 0,
+      offset: '0',
+      key: answer.body.fieldJobId,
+      value: Buffer.from(
+        JSON.stringify({
+          type: 'jobs.create',
+          version: 1,
+          tenantId: suite.demo.tenantId,
+          clientId: suite.demo.clients['connect.jobs.write']!.clientId,
+          producedAt: new Date().toISOString(),
+          requestId: null,
+          correlationId: null,
+          payload: { fieldJobId: answer.body.fieldJobId, jobNumber: answer.body.jobNumber, request: failed },
+        }),
+      ),
+      headers: {},
+    };
+    await jobsWorker.onDeadLetter!(message, new Error('could not be applied'), {
+      config: suite.config,
+      logger: createLogger('silent', 'test'),
+      pool: suite.pool,
+      bus: undefined as never,
+    });
+    const replay = await create('/api/v1/connect/jobs', failed);
+    expect(replay.status).toBe(200);
+    expect(replay.body).toMatchObject({ fieldJobId: answer.body.fieldJobId, status: 'Failed', idempotentReplay: true });
+    const { rows } = await suite.pool.query('SELECT failure_reason FROM job_requests WHERE field_job_id = $1', [
+      answer.body.fieldJobId,
+    ]);
+    expect(rows[0].failure_reason).toBe('could not be applied');
   });
 });

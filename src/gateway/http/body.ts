@@ -50,12 +50,23 @@ export async function readJsonBody(
   }
   if (text.trim() === '') return undefined;
   if (ctx.is(formMediaType)) return parseForm(text);
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    parsed = JSON.parse(text) as unknown;
   } catch (err) {
     throw new AppError('invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
   }
+  if (text.includes('\\u0000') && escapedNul.test(text)) {
+    throw new AppError('validation_failed', 'Strings must not contain the NUL character (\\u0000).', {
+      body: ['contains \\u0000, which cannot be stored'],
+    });
+  }
+  return parsed;
 }
+
+// PostgreSQL text and jsonb cannot hold U+0000: refuse it here (400) rather than fail later.
+// Matches a \u0000 escape that is not itself escaped (preceded by an even number of backslashes).
+const escapedNul = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 
 function parseForm(text: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};

@@ -21,7 +21,8 @@ export async function findJobRequest(
   externalId: string,
 ): Promise<JobRequestRow | null> {
   const { rows } = await tx.query(
-    `SELECT r.field_job_id, r.external_id, r.idempotency_key, r.request_hash, r.job_number, j.status
+    `SELECT r.field_job_id, r.external_id, r.idempotency_key, r.request_hash, r.job_number,
+            CASE WHEN r.failed_at IS NOT NULL THEN 'Failed' ELSE j.status END AS status
        FROM job_requests r LEFT JOIN field_jobs j ON j.id = r.field_job_id
       WHERE r.tenant_id = $1 AND (r.idempotency_key = $2 OR r.external_id = $3)
       ORDER BY (r.idempotency_key = $2) DESC LIMIT 1`,

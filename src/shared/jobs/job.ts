@@ -2,9 +2,18 @@ import { z } from 'zod';
 import { addressSchema, coordinatesSchema, metadataSchema } from '../inbound/target-schema.js';
 
 // Field job statuses. Created: recorded and being materialised (the state right after
-// creation). The later ones belong to dispatch, outside this interface: Scheduled, Dispatched,
-// InProgress, Completed, Cancelled.
-export const jobStatuses = ['Created', 'Scheduled', 'Dispatched', 'InProgress', 'Completed', 'Cancelled'] as const;
+// creation). Failed: could not be materialised after retries (dead-lettered; see the logs).
+// The others belong to dispatch, outside this interface: Scheduled, Dispatched, InProgress,
+// Completed, Cancelled.
+export const jobStatuses = [
+  'Created',
+  'Failed',
+  'Scheduled',
+  'Dispatched',
+  'InProgress',
+  'Completed',
+  'Cancelled',
+] as const;
 export const jobPriorities = ['Low', 'Normal', 'High', 'Urgent'] as const;
 
 const text = (max: number) => z.string().trim().min(1).max(max);

@@ -5,7 +5,7 @@ import { recordFieldJobCreated } from '../../shared/webhooks/events.js';
 import { decodeMessage } from '../decode.js';
 import { awaitEdgeRecord } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
-import { insertFieldJob, lockJobRequest, markMaterialized, upsertWorkOrder } from './sql.js';
+import { insertFieldJob, lockJobRequest, markFailed, markMaterialized, upsertWorkOrder } from './sql.js';
 
 /**
  * Materialises field jobs and their work orders. Idempotent: the job request row is locked and
@@ -54,5 +54,14 @@ export const jobsWorker: WorkerKind = {
       });
       await ctx.heartbeat();
     }
+  },
+  async onDeadLetter(message, error, deps) {
+    let fieldJobId: string;
+    try {
+      fieldJobId = decodeMessage(message, jobMessageSchema).payload.fieldJobId;
+    } catch {
+      return; // undecodable: no request to mark; the dead-letter topic keeps it
+    }
+    await deps.pool.query(markFailed, [fieldJobId, error.message.slice(0, 1000)]);
   },
 };

@@ -16,3 +16,8 @@ export const upsertWorkOrder = `
   WHERE work_orders.field_job_id IS NULL`;
 
 export const markMaterialized = `UPDATE job_requests SET materialized_at = now() WHERE field_job_id = $1`;
+
+/** A dead-lettered creation: the request is marked failed, unless it was materialised after all. */
+export const markFailed = `
+  UPDATE job_requests SET failed_at = now(), failure_reason = $2
+   WHERE field_job_id = $1 AND materialized_at IS NULL AND failed_at IS NULL`;
