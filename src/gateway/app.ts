@@ -59,6 +59,7 @@ export function allRoutes(deps: AppDeps, oauth: OAuth = createOAuth(deps)): Rout
         (document ??= buildOpenApiDocument(routes, {
           rateLimitPerMinute: deps.config.rateLimitPerMinute,
           bodyLimitBytes: deps.config.bodyLimitBytes,
+          topicPartitions: deps.config.kafkaTopicPartitions,
         })),
     }),
   ];

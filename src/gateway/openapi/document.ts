@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { errorCatalogue } from '../../shared/errors.js';
+import { topicNames, topicPurposes, type TopicName } from '../../shared/kafka/topics.js';
 import { serviceVersion } from '../../shared/version.js';
 import { webhookOperations, webhooksDescription } from '../../shared/webhooks/openapi.js';
 import { scopeOf } from '../auth/route-scopes.js';
@@ -11,7 +12,7 @@ import { tokenScopeDescriptions } from '../oauth/scopes.js';
 import { windowSeconds } from '../rate-limit/rate-limiter.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
 
-export type DocumentLimits = { rateLimitPerMinute: number; bodyLimitBytes: number };
+export type DocumentLimits = { rateLimitPerMinute: number; bodyLimitBytes: number; topicPartitions: number };
 
 const jsonMediaTypes = ['application/json', 'text/json', 'text/plain'] as const;
 
@@ -141,6 +142,18 @@ function describeService(limits: DocumentLimits): string {
       '`Accept: text/json` or `text/plain` returns the same JSON text under that media type.',
     '',
     webhooksDescription,
+    '',
+    '## Processing (for operators)',
+    'A 2xx on a write means the work is durable: the gateway records it in PostgreSQL and hands it to Kafka ' +
+      '(acks=all) in one transaction that commits only after the acknowledgement; otherwise 503 with Retry-After. ' +
+      'Workers apply it idempotently. Every message carries a versioned envelope ' +
+      '`{type, version, tenantId, clientId, producedAt, requestId, correlationId, payload}`. Topics ' +
+      `(prefix KAFKA_TOPIC_PREFIX, ${limits.topicPartitions} partitions each; a message that still fails after ` +
+      'bounded retries goes to `<topic>.dlq` and its record is marked failed):',
+    '',
+    ...(Object.keys(topicPurposes) as TopicName[]).map(
+      (name) => `- \`${topicNames({ kafkaTopicPrefix: '<prefix>' })[name]}\`: ${topicPurposes[name]}`,
+    ),
     '',
     '## Errors',
     'Two shapes (ApiErrorResponse, ConnectApiErrorResponse) as each operation lists. `error.code` values:',
