@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { routeScopes } from '../../src/gateway/auth/route-scopes.js';
 import { createApiClient } from '../support/api-client.js';
 import { bearer, createClientWithKey, revokeKey, setRateLimit } from '../support/fixtures.js';
@@ -25,7 +25,7 @@ const probePath = '/connect/v1/appointment-requests/apr_01JD2Z8K3M4N5P6Q7R8S9T0V
 const all = () => suite.demo.clients.all!;
 const read = (token: string, path = probePath) => suite.api.get(path, { headers: bearerToken(token) });
 
-let otherGateways: TestGateway[] = [];
+const otherGateways: TestGateway[] = [];
 afterAll(async () => {
   await Promise.all(otherGateways.map((g) => g.stop()));
 });

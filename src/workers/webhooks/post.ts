@@ -21,7 +21,7 @@ export type AttemptResult = {
 export const snippetBytes = 500;
 
 // PostgreSQL text cannot hold NUL; a receiver may answer anything.
-const clean = (s: string) => s.replace(/\u0000/g, '');
+const clean = (s: string) => s.replaceAll(String.fromCharCode(0), '');
 
 /**
  * One POST of a webhook: no redirects followed, no connection reuse, the whole attempt (DNS,
