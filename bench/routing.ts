@@ -8,27 +8,41 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { nearestNeighbourRoutes } from '../src/routing/nearest-neighbour.js';
 import { suggestRoutes } from '../src/routing/suggest.js';
 import type { RouteSuggestionInput, RouteSuggestionResult } from '../src/routing/types.js';
+import { mulberry32 } from '../test/support/prng.js';
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const clock = (m: number): string =>
+  `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
 
-const clock = (m: number): string => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
-
-type Scenario = { name: string; serviceMinutes: [number, number]; windowShare: number; cases: [n: number, vehicles: number][] };
+type Scenario = {
+  name: string;
+  serviceMinutes: [number, number];
+  windowShare: number;
+  cases: [n: number, vehicles: number][];
+};
 
 const scenarios: Scenario[] = [
   // As the issue asks: more work than 12-hour shifts hold, so placed counts differ too.
-  { name: 'issue', serviceMinutes: [10, 30], windowShare: 0.3, cases: [[200, 5], [1000, 10], [2000, 20]] },
+  {
+    name: 'issue',
+    serviceMinutes: [10, 30],
+    windowShare: 0.3,
+    cases: [
+      [200, 5],
+      [1000, 10],
+      [2000, 20],
+    ],
+  },
   // Enough vehicles for everything and no windows: both place all, distances compare directly.
-  { name: 'all-fit', serviceMinutes: [5, 10], windowShare: 0, cases: [[200, 5], [1000, 15], [2000, 30]] },
+  {
+    name: 'all-fit',
+    serviceMinutes: [5, 10],
+    windowShare: 0,
+    cases: [
+      [200, 5],
+      [1000, 15],
+      [2000, 30],
+    ],
+  },
 ];
 
 /** ~30×30 km around a depot, shift 07:00–19:00, some targets with one 2–4 h window. */
@@ -94,10 +108,26 @@ const rows = scenarios.flatMap((scenario) =>
   }),
 );
 
-const header = ['scenario', 'n', 'vehicles', 'heur km', 'NN km', 'heur/NN', 'heur placed', 'NN placed', 'heur km/stop', 'NN km/stop', 'heur km, NN stops only', 'placed of them', 'heur ms', 'NN ms'];
+const header = [
+  'scenario',
+  'n',
+  'vehicles',
+  'heur km',
+  'NN km',
+  'heur/NN',
+  'heur placed',
+  'NN placed',
+  'heur km/stop',
+  'NN km/stop',
+  'heur km, NN stops only',
+  'placed of them',
+  'heur ms',
+  'NN ms',
+];
 const table = [header, ...rows.map((r) => Object.values(r).map(String))];
 const widths = header.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
-for (const row of table) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+for (const row of table)
+  console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
 
 const out = new URL('./results/', import.meta.url);
 mkdirSync(out, { recursive: true });

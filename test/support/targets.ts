@@ -1,13 +1,8 @@
+import { mulberry32 } from './prng.js';
+
 /** Realistic targets around Berlin for tests and benchmarks; deterministic for a given seed. */
 export function makeTargets(count: number, prefix = 't', seed = 1) {
-  let s = seed >>> 0;
-  const rnd = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rnd = mulberry32(seed);
   return Array.from({ length: count }, (_, i) => ({
     externalId: `${prefix}-${i}`,
     name: `Customer site ${prefix}-${i}`,

@@ -3,17 +3,9 @@
 import { expect } from 'vitest';
 import { haversineKm } from '../../../src/routing/geo.js';
 import type { RouteSuggestionInput, RouteSuggestionResult } from '../../../src/routing/types.js';
+import { mulberry32 } from '../../support/prng.js';
 
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 };
 
 export const minutes = (hhmm: string): number => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
 export const clock = (m: number): string =>
