@@ -6,13 +6,11 @@
 // produce() call per batch, as the gateway makes one per request. No HTTP, no validation, no
 // PostgreSQL; messages are serialised before the clock starts. Parameters: BENCH_PRODUCER_PARAMS
 // (JSON) plus the service's usual environment (KAFKA_BROKERS, KAFKA_TOPIC_PREFIX, …).
-import { cutIntoChunks, withItems } from '../../src/gateway/inbound/chunks.js';
-import { chunkMessageType, chunkMessageVersion, type ChunkPayload } from '../../src/shared/inbound/chunk-message.js';
+import { chunkMessages, cutIntoChunks } from '../../src/gateway/inbound/chunks.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { createKafkaBus, type OutboundMessage } from '../../src/shared/kafka/bus.js';
 import { allTopics, topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { envelope } from '../../src/shared/messages.js';
 import { batchTargets, benchSourceSystem } from './batches.js';
 import { percentiles, resultPrefix, round, runLoops } from './stats.js';
 
@@ -70,20 +68,7 @@ async function main() {
       requestId: `a0-${tag}${i}`,
       correlationId: `a0-${tag}${i}`,
     };
-    return chunks.map((chunkItems, chunkIndex) => {
-      const payload: ChunkPayload = {
-        importJobId,
-        sourceSystem: benchSourceSystem,
-        chunkIndex,
-        chunkCount: chunks.length,
-        items: [],
-      };
-      return {
-        key: importJobId,
-        value: withItems(envelope(chunkMessageType, chunkMessageVersion, meta, payload), chunkItems),
-        headers: { 'message-type': chunkMessageType, 'message-version': String(chunkMessageVersion) },
-      };
-    });
+    return chunkMessages(importJobId, benchSourceSystem, chunks, meta);
   };
   const warm = Array.from({ length: p.warmupBatches }, (_, i) => build(`${p.tag}w`, i));
   const batches = Array.from({ length: p.batches }, (_, i) => build(p.tag, i));

@@ -1,4 +1,7 @@
+import { chunkMessageType, chunkMessageVersion, type ChunkPayload } from '../../shared/inbound/chunk-message.js';
 import type { TargetFields } from '../../shared/inbound/target-schema.js';
+import type { OutboundMessage } from '../../shared/kafka/bus.js';
+import { envelope } from '../../shared/messages.js';
 
 export type ChunkItem = { index: number; target: TargetFields };
 
@@ -35,4 +38,21 @@ export function withItems(envelopeWithEmptyItems: object, itemJson: readonly str
   const tail = '"items":[]}}';
   if (!text.endsWith(tail)) throw new Error('envelope must end with payload.items');
   return `${text.slice(0, -tail.length)}"items":[${itemJson.join(',')}]}}`;
+}
+
+/** The Kafka messages of one import job: one `inbound.targets.chunk` v1 per chunk, keyed by the job. */
+export function chunkMessages(
+  importJobId: string,
+  sourceSystem: string,
+  chunks: readonly string[][],
+  meta: { tenantId: string; clientId: string; requestId: string | null; correlationId: string | null },
+): OutboundMessage[] {
+  return chunks.map((itemJson, chunkIndex) => {
+    const payload: ChunkPayload = { importJobId, sourceSystem, chunkIndex, chunkCount: chunks.length, items: [] };
+    return {
+      key: importJobId,
+      value: withItems(envelope(chunkMessageType, chunkMessageVersion, meta, payload), itemJson),
+      headers: { 'message-type': chunkMessageType, 'message-version': String(chunkMessageVersion) },
+    };
+  });
 }

@@ -1,15 +1,13 @@
 import type { Config } from '../../shared/config.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { AppError } from '../../shared/errors.js';
-import { chunkMessageType, chunkMessageVersion, type ChunkPayload } from '../../shared/inbound/chunk-message.js';
 import type { MessageBus } from '../../shared/kafka/bus.js';
 import { topicNames } from '../../shared/kafka/topics.js';
-import { envelope } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce } from '../edge/record-then-produce.js';
 import { toImportJobDto } from '../import-jobs/store.js';
 import type { ImportJobDto } from '../import-jobs/schemas.js';
-import { cutIntoChunks, withItems } from './chunks.js';
+import { chunkMessages, cutIntoChunks } from './chunks.js';
 import { findImportJobByKey, insertImportJob } from './store.js';
 import type { ValidatedTargets } from './validate-targets.js';
 
@@ -64,20 +62,7 @@ export function ingestTargets(
     }
     const importJobId = String(row.id);
     const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
-    const messages = chunks.map((itemJson, chunkIndex) => {
-      const payload: ChunkPayload = {
-        importJobId,
-        sourceSystem: req.sourceSystem,
-        chunkIndex,
-        chunkCount: chunks.length,
-        items: [],
-      };
-      return {
-        key: importJobId,
-        value: withItems(envelope(chunkMessageType, chunkMessageVersion, meta, payload), itemJson),
-        headers: { 'message-type': chunkMessageType, 'message-version': String(chunkMessageVersion) },
-      };
-    });
+    const messages = chunkMessages(importJobId, req.sourceSystem, chunks, meta);
     return {
       result: { ...toImportJobDto(row), idempotentReplay: false },
       produce: { topic: topicNames(deps.config).inboundTargets, messages },
