@@ -1,4 +1,9 @@
-import type { BatchContext, ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
+import {
+  PartitionsRevokedError,
+  type BatchContext,
+  type ConsumerGroup,
+  type InboundMessage,
+} from '../shared/kafka/bus.js';
 import { isConnectionError } from '../shared/db/errors.js';
 import { PermanentMessageError } from './permanent-error.js';
 import { deadLetterTopic, type WorkerDeps, type WorkerKind } from './worker-kind.js';
@@ -14,7 +19,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * failing goes to `<topic>.dlq` (with the error and its origin in headers) before the
  * partition moves on. A PermanentMessageError skips the retries; PostgreSQL being unreachable
  * does not use them up (the partition waits for the database instead of dead-lettering good
- * messages during an outage). Nothing is dropped silently.
+ * messages during an outage), and losing the partition in a rebalance abandons the batch
+ * uncommitted. Nothing is dropped silently.
  */
 export async function runWorkerKind(
   kind: WorkerKind,
@@ -34,6 +40,9 @@ export async function runWorkerKind(
       } catch (err) {
         const error = err instanceof Error ? err : new Error(String(err));
         if (error instanceof PermanentMessageError) return error;
+        // The group moved the partition (a member joined or left): no verdict on the messages;
+        // give the batch up uncommitted, and its next owner applies it.
+        if (error instanceof PartitionsRevokedError) throw error;
         const outage = isConnectionError(error);
         if (!outage) failures++;
         const durationMs = Math.round(performance.now() - started);

@@ -25,8 +25,9 @@ export async function startWorkers(
   kinds: HostedWorker[],
   retryPolicy?: RetryPolicy,
 ): Promise<RunningWorkers> {
-  const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-workers');
-  pool.on('error', (err) => logger.warn({ err }, 'idle postgres connection failed'));
+  const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-workers', {
+    onConnectionError: (err) => logger.warn({ err }, 'postgres connection failed'),
+  });
   const bus = createKafkaBus({
     brokers: config.kafkaBrokers,
     clientId: `${config.kafkaClientId}-workers`,

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/shared/config.js';
 import type { Pool } from '../../src/shared/db/pool.js';
-import type { BatchHandler, ConsumerGroup, InboundMessage, MessageBus } from '../../src/shared/kafka/bus.js';
+import {
+  PartitionsRevokedError,
+  type BatchHandler,
+  type ConsumerGroup,
+  type InboundMessage,
+  type MessageBus,
+} from '../../src/shared/kafka/bus.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { runWorkerKind } from '../../src/workers/consumer-loop.js';
 import type { WorkerKind } from '../../src/workers/worker-kind.js';
@@ -60,5 +66,28 @@ describe('consumer failure policy', () => {
     await h.deliver();
     expect(h.deadLettered).toEqual([]);
     expect(h.calls()).toBe(7);
+  });
+
+  it('retries an error whose code is a number (kafkajs) like any other failure', async () => {
+    const h = harness((call) => {
+      if (call === 1) throw Object.assign(new Error('The group is rebalancing'), { code: 27, retriable: true });
+    });
+    await h.start();
+    await h.deliver();
+    expect(h.deadLettered).toEqual([]);
+    expect(h.calls()).toBe(2);
+  });
+
+  it('gives a batch up, without dead-lettering, when the group takes its partition away', async () => {
+    const revoked = new PartitionsRevokedError(
+      Object.assign(new Error('rebalancing'), { type: 'REBALANCE_IN_PROGRESS' }),
+    );
+    const h = harness(() => {
+      throw revoked;
+    });
+    await h.start();
+    await expect(h.deliver()).rejects.toBe(revoked);
+    expect(h.deadLettered).toEqual([]);
+    expect(h.calls()).toBe(1);
   });
 });

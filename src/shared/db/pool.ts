@@ -4,15 +4,35 @@ import pg from 'pg';
 // where the DTO says which JS type a field has: int8 ids can exceed 2^53.
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
+/** A pool or one of its clients: what a single statement needs. */
+export type Queryable = Pick<pg.Pool, 'query'>;
 
-export function createPool(databaseUrl: string, max: number, applicationName: string): Pool {
-  return new pg.Pool({
+export type PoolOptions = {
+  /** Told about a connection that failed (idle in the pool or checked out); never throws. */
+  onConnectionError?: (err: Error) => void;
+  /** How long pool.connect() waits for a free connection before it fails. */
+  connectionTimeoutMs?: number;
+};
+
+/**
+ * A pool whose connections never take the process down: pg emits 'error' on a client whose
+ * connection dies (PostgreSQL restarted, 57P01, "Connection terminated unexpectedly"); without a
+ * listener on the checked-out client that is an unhandled 'error' event and the process exits.
+ * The query in flight still fails (and the caller answers 503 or retries); the pool drops the
+ * broken client when it is released.
+ */
+export function createPool(databaseUrl: string, max: number, applicationName: string, options: PoolOptions = {}): Pool {
+  const report = options.onConnectionError ?? (() => undefined);
+  const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     application_name: applicationName,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
     idleTimeoutMillis: 30_000,
   });
+  pool.on('error', report); // an idle client's connection failed
+  pool.on('connect', (client) => client.on('error', report)); // a checked-out client's did
+  return pool;
 }
 
 /** Runs fn in one transaction on one connection: commit on success, rollback on any error. */

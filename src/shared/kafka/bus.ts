@@ -3,6 +3,7 @@
 import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type Producer } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { withTimeout } from '../timeout.js';
+import { isBrokerUnreachable, trackBrokerAvailability } from './availability.js';
 import { kafkajsLogCreator } from './kafkajs-logging.js';
 
 export type OutboundMessage = { key: string; value: string | Buffer; headers?: Record<string, string> };
@@ -16,7 +17,26 @@ export type InboundMessage = {
 };
 export type TopicSpec = { topic: string; partitions: number; configs?: Record<string, string> };
 
-export type BatchContext = { heartbeat(): Promise<void>; isStopping(): boolean };
+export type BatchContext = {
+  /** Throws PartitionsRevokedError when this member must give the batch up (rebalance, broker gone). */
+  heartbeat(): Promise<void>;
+  isStopping(): boolean;
+};
+
+/**
+ * The group took this batch's partition away (a member joined or left, the coordinator moved) or
+ * the broker stopped answering heartbeats: abandon the batch, uncommitted, so the group's next
+ * owner applies it again (applies are idempotent). Never a verdict on the messages.
+ */
+export class PartitionsRevokedError extends Error {
+  constructor(readonly reason: unknown) {
+    super(`partition ownership lost: ${(reason as Error)?.message ?? String(reason)}`);
+  }
+}
+
+/** Thrown by produce() while the broker is known unreachable, without waiting. */
+export class BrokerUnavailableError extends Error {}
+
 /** Handles one fetched batch of one partition; throwing means "not processed, fetch again". */
 export type BatchHandler = (messages: InboundMessage[], ctx: BatchContext) => Promise<void>;
 
@@ -33,6 +53,8 @@ export interface MessageBus {
   declareTopics(topics: TopicSpec[]): void;
   /** Resolves only when every message is acknowledged by all in-sync replicas (acks=all). */
   produce(topic: string, messages: OutboundMessage[]): Promise<void>;
+  /** False while the broker is known unreachable: produce() would fail at once. */
+  available(): boolean;
   /** Throws when no broker answers within timeoutMs. */
   ping(timeoutMs: number): Promise<void>;
   consumerGroup(
@@ -56,6 +78,8 @@ export type KafkaOptions = {
   maxPendingBytes?: number;
   /** Called once per failed produce call (metrics). */
   onProduceError?: (topic: string) => void;
+  /** How often a broker known down is probed for its return. */
+  probeIntervalMs?: number;
 };
 
 /** Bytes of messages one producer.send carries at most (a single larger message goes alone). */
@@ -97,6 +121,7 @@ export function createKafkaBus({
   onProduceError,
   produceTimeoutMs = 10_000,
   maxPendingBytes = 64 * 1024 * 1024,
+  probeIntervalMs = 1000,
 }: KafkaOptions): MessageBus {
   const log = logger.child({ component: 'kafka' });
   const kafka = new Kafka({ clientId, brokers, logLevel: logLevel.INFO, logCreator: kafkajsLogCreator(log) });
@@ -127,6 +152,20 @@ export function createKafkaBus({
   const declared: TopicSpec[] = [];
   let pendingBytes = 0;
   let topicsReady: Promise<void> | null = null;
+  const probeTimeoutMs = Math.min(2000, produceTimeoutMs);
+  const broker = trackBrokerAvailability({
+    probe: () =>
+      withTimeout(
+        connectProbe().then(() => probe.describeCluster()),
+        probeTimeoutMs,
+        'kafka probe',
+      ).then(() => undefined),
+    probeIntervalMs,
+    onChange: (up, reason) =>
+      up
+        ? log.info('kafka reachable again: writes accepted')
+        : log.warn({ err: reason }, 'kafka unreachable: writes answer 503 at once until a probe succeeds'),
+  });
 
   const bus: MessageBus = {
     declareTopics(topics) {
@@ -160,7 +199,13 @@ export function createKafkaBus({
       }
     },
 
+    available: () => broker.available(),
+
     async produce(topic, messages) {
+      if (!broker.available()) {
+        onProduceError?.(topic);
+        throw new BrokerUnavailableError(`produce to ${topic} refused: the broker is unreachable`);
+      }
       const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.value) + m.key.length, 0);
       if (pendingBytes > 0 && pendingBytes + bytes > maxPendingBytes) {
         onProduceError?.(topic);
@@ -190,6 +235,7 @@ export function createKafkaBus({
         await withTimeout(send, produceTimeoutMs, `produce to ${topic}`);
       } catch (err) {
         onProduceError?.(topic);
+        if (isBrokerUnreachable(err)) broker.markDown(err as Error);
         throw err;
       }
     },
@@ -234,7 +280,19 @@ export function createKafkaBus({
                   Object.entries(m.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? String(v[0]) : String(v)]),
                 ),
               }));
-              await handler(messages, { heartbeat, isStopping: () => stopping || !isRunning() });
+              try {
+                await handler(messages, {
+                  heartbeat: () =>
+                    heartbeat().catch((err: unknown) => {
+                      throw new PartitionsRevokedError(err);
+                    }),
+                  isStopping: () => stopping || !isRunning(),
+                });
+              } catch (err) {
+                // kafkajs rejoins the group on its own rebalance errors: hand it the original.
+                if (err instanceof PartitionsRevokedError) throw err.reason;
+                throw err;
+              }
               resolveOffset(batch.lastOffset());
               await commitOffsetsIfNecessary();
             },
@@ -254,6 +312,7 @@ export function createKafkaBus({
     },
 
     async close() {
+      broker.close();
       await Promise.allSettled([...consumers].map((c) => c.disconnect()));
       await Promise.allSettled([producer.disconnect(), admin.disconnect(), probe.disconnect()]);
     },

@@ -1,0 +1,61 @@
+/**
+ * Whether the broker is worth waiting for. A produce that failed for want of a broker marks it
+ * unavailable; from then on writes fail at once (503) instead of each waiting out the produce
+ * timeout while holding a PostgreSQL connection, until a probe (one cheap metadata request every
+ * probeIntervalMs) gets an answer again.
+ */
+export type BrokerAvailability = {
+  available(): boolean;
+  /** A send failed because no broker answered in time. */
+  markDown(reason: Error): void;
+  close(): void;
+};
+
+export function trackBrokerAvailability(options: {
+  probe: () => Promise<void>;
+  probeIntervalMs: number;
+  onChange?: (available: boolean, reason?: Error) => void;
+}): BrokerAvailability {
+  let down = false;
+  let timer: NodeJS.Timeout | null = null;
+
+  const schedule = () => {
+    timer = setTimeout(() => {
+      options.probe().then(
+        () => {
+          down = false;
+          timer = null;
+          options.onChange?.(true);
+        },
+        () => schedule(),
+      );
+    }, options.probeIntervalMs);
+    timer.unref(); // never keeps a stopping process alive
+  };
+
+  return {
+    available: () => !down,
+    markDown(reason) {
+      if (down) return;
+      down = true;
+      options.onChange?.(false, reason);
+      schedule();
+    },
+    close() {
+      if (timer) clearTimeout(timer);
+      timer = null;
+    },
+  };
+}
+
+/** Errors of a send that say "no broker answered", as opposed to "the broker refused this". */
+export function isBrokerUnreachable(err: unknown): boolean {
+  const e = err as { name?: unknown; retriable?: unknown; message?: unknown };
+  if (e?.retriable === true) return true;
+  const name = typeof e?.name === 'string' ? e.name : '';
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return (
+    /Connection|Timeout|NumberOfRetriesExceeded|BrokerNotFound|NoBrokerAvailable/.test(name) ||
+    / timed out after /.test(message)
+  );
+}
