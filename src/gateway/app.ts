@@ -29,6 +29,8 @@ export type AppDeps = {
   config: Config;
   logger: Logger;
   pool: Pool;
+  /** Connections of edge transactions that wait for Kafka (see WriteDeps). */
+  edgePool: Pool;
   bus: MessageBus;
   metrics: GatewayMetrics;
   accepting: () => boolean;

@@ -16,8 +16,12 @@ export async function startGateway(
   logger: Logger,
   extraRoutes: RouteDefinition[] = [],
 ): Promise<RunningGateway> {
-  const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-gateway');
-  pool.on('error', (err) => logger.warn({ err }, 'idle postgres connection failed'));
+  const onConnectionError = (err: Error) => logger.warn({ err }, 'postgres connection failed');
+  // Two budgets (see WriteDeps): connections waiting for Kafka never starve reads.
+  const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-gateway', { onConnectionError });
+  const edgePool = createPool(config.databaseUrl, config.databaseEdgePoolMax, 'connect-gateway-edge', {
+    onConnectionError,
+  });
   const metrics = createGatewayMetrics();
   const bus = createKafkaBus({
     brokers: config.kafkaBrokers,
@@ -29,8 +33,11 @@ export async function startGateway(
   });
   bus.declareTopics(allTopics(config));
   let accepting = true;
-  const app = createApp({ config, logger, pool, bus, metrics, accepting: () => accepting, extraRoutes });
+  const app = createApp({ config, logger, pool, edgePool, bus, metrics, accepting: () => accepting, extraRoutes });
   const server = app.listen(config.port, config.host);
+  // Longer than any client's idle keep-alive (undici: 4 s, load balancers: 60 s), so a client
+  // never reuses a connection the server is closing at that moment (ECONNRESET).
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -50,7 +57,7 @@ export async function startGateway(
         server.closeIdleConnections();
       });
       await bus.close();
-      await pool.end();
+      await Promise.all([pool.end(), edgePool.end()]);
     },
   };
 }

@@ -14,6 +14,7 @@ const configSchema = z
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection URL')
       .default('postgres://postgres@127.0.0.1:5432/connect'),
     DATABASE_POOL_MAX: int(10, 1, 1000),
+    DATABASE_EDGE_POOL_MAX: int(10, 1, 1000),
     KAFKA_BROKERS: z
       .string()
       .regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'must be host:port[,host:port…]')
@@ -72,6 +73,8 @@ export type Config = {
   port: number;
   databaseUrl: string;
   databasePoolMax: number;
+  /** Gateway connections that may wait for Kafka inside an edge transaction (apart from databasePoolMax). */
+  databaseEdgePoolMax: number;
   kafkaBrokers: string[];
   kafkaClientId: string;
   kafkaTopicPrefix: string;
@@ -138,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: c.PORT,
     databaseUrl: c.DATABASE_URL,
     databasePoolMax: c.DATABASE_POOL_MAX,
+    databaseEdgePoolMax: c.DATABASE_EDGE_POOL_MAX,
     kafkaBrokers: c.KAFKA_BROKERS.split(','),
     kafkaClientId: c.KAFKA_CLIENT_ID,
     kafkaTopicPrefix: c.KAFKA_TOPIC_PREFIX,

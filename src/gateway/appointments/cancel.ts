@@ -2,11 +2,9 @@ import { createHash } from 'node:crypto';
 import { cancellableStatuses, type AppointmentStatus } from '../../shared/appointments/statuses.js';
 import { appendHistory, lockRequestSql } from '../../shared/appointments/transitions-sql.js';
 import { canonicalJson } from '../../shared/appointments/request-schema.js';
-import type { Pool } from '../../shared/db/pool.js';
+import { inTransaction, type Pool } from '../../shared/db/pool.js';
 import { AppError, notFound } from '../../shared/errors.js';
-import type { MessageBus } from '../../shared/kafka/bus.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
-import { recordThenProduce } from '../edge/record-then-produce.js';
 import { markCancelled, requestOfCancelKey } from './store.js';
 
 export type CancelBody = { reason: string; cancelledBy: string };
@@ -24,15 +22,15 @@ const idempotencyConflict = (message: string, details: unknown) =>
  *   - a status that does not allow cancel → 409 invalid_state_transition.
  */
 export function cancelAppointmentRequest(
-  deps: { pool: Pool; bus: MessageBus },
+  deps: { pool: Pool },
   client: AuthenticatedClient,
   id: string,
   idempotencyKey: string,
   body: CancelBody,
 ): Promise<CancelResult> {
   const requestHash = createHash('sha256').update(canonicalJson(body)).digest();
-  // No message to produce: recordThenProduce serves as the edge transaction (503 when PostgreSQL is down).
-  return recordThenProduce<CancelResult>(deps.pool, deps.bus, async (tx) => {
+  // Nothing to produce: a plain transaction on the main pool, so a Kafka outage never touches it.
+  return inTransaction<CancelResult>(deps.pool, async (tx) => {
     const row = (await tx.query(lockRequestSql('id = $1 AND client_id = $2'), [id, client.clientId])).rows[0];
     if (!row) throw notFound(`Appointment request ${id}`);
     const answer = (cancelledAt: Date) => ({
@@ -48,7 +46,7 @@ export function cancelAppointmentRequest(
           { id },
         );
       }
-      return { result: { body: answer(row.cancelled_at), replayed: true } };
+      return { body: answer(row.cancelled_at), replayed: true };
     }
     const other = await requestOfCancelKey(tx, client.clientId, idempotencyKey);
     if (other !== null) {
@@ -88,6 +86,6 @@ export function cancelAppointmentRequest(
       actor: 'client',
       at: cancelledAt,
     });
-    return { result: { body: answer(cancelledAt), replayed: false } };
+    return { body: answer(cancelledAt), replayed: false };
   });
 }

@@ -2,10 +2,7 @@ import { z } from 'zod';
 import { appointmentRequestSchema } from '../../shared/appointments/request-schema.js';
 import { maxLeadDays } from '../../shared/appointments/business-rules.js';
 import { cancellableStatuses } from '../../shared/appointments/statuses.js';
-import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
 import { AppError, notFound } from '../../shared/errors.js';
-import type { MessageBus } from '../../shared/kafka/bus.js';
 import { parseOrThrow } from '../http/validate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { cancelAppointmentRequest } from './cancel.js';
@@ -19,8 +16,9 @@ import {
 } from './schemas.js';
 import { findRequest, findStatus } from './store.js';
 import { submitAppointmentRequest } from './submit.js';
+import type { WriteDeps } from '../edge/record-then-produce.js';
 
-type Deps = { pool: Pool; bus: MessageBus; config: Config };
+type Deps = WriteDeps;
 
 export const appointmentsPath = '/connect/v1/appointment-requests';
 const tag = 'Appointment requests';

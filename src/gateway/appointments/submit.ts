@@ -11,14 +11,11 @@ import {
   type SubmittedPayload,
 } from '../../shared/appointments/submitted-message.js';
 import { appendHistory } from '../../shared/appointments/transitions-sql.js';
-import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
 import { AppError } from '../../shared/errors.js';
-import type { MessageBus } from '../../shared/kafka/bus.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import { envelope } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
-import { recordThenProduce } from '../edge/record-then-produce.js';
+import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
 import type { AppointmentRecordDto } from './schemas.js';
 import { findByExternalReference, insertRequest, toRecordDto } from './store.js';
 
@@ -31,14 +28,14 @@ export type SubmitResult = { record: AppointmentRecordDto; replayed: boolean };
  * the same (nothing produced again), and is a 409 when it differs: never two requests.
  */
 export function submitAppointmentRequest(
-  deps: { pool: Pool; bus: MessageBus; config: Config },
+  deps: WriteDeps,
   client: AuthenticatedClient,
   ids: { requestId: string; correlationId: string },
   input: AppointmentRequestInput,
 ): Promise<SubmitResult> {
   const request = normalizeAppointmentRequest(input);
   const requestHash = createHash('sha256').update(canonicalJson(request)).digest();
-  return recordThenProduce<SubmitResult>(deps.pool, deps.bus, async (tx) => {
+  return recordThenProduce<SubmitResult>(deps, async (tx) => {
     const id = newAppointmentId();
     const row = await insertRequest(tx, {
       id,

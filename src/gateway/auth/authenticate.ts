@@ -16,10 +16,15 @@ export type Authenticator = (authorization: string) => Promise<AuthenticatedClie
 
 type CacheEntry = { record: ApiKeyRecord | null; fetchedAt: number };
 const maxCacheEntries = 10_000;
+/** How long a cached answer still serves while the credential store is unreachable. */
+export const staleIfErrorMs = 15 * 60_000;
 
 /**
  * API-key authentication. Key records (also "unknown") are cached for ttlMs, so a revoked
- * key stops working within ttlMs; expiry is checked on every request.
+ * key stops working within ttlMs; expiry is checked on every request. While PostgreSQL is
+ * unreachable, an answer fetched within staleIfErrorMs is used again (nothing can be revoked
+ * meanwhile: revoking writes to the same database), so known clients can still read the health
+ * report that tells them the database is down.
  */
 export function createApiKeyAuthenticator(pool: Pool, ttlMs: number, now: () => number = Date.now): Authenticator {
   const cache = new Map<string, CacheEntry>();
@@ -32,6 +37,7 @@ export function createApiKeyAuthenticator(pool: Pool, ttlMs: number, now: () => 
     try {
       record = await findApiKeyByHash(pool, hash);
     } catch {
+      if (hit && now() - hit.fetchedAt < staleIfErrorMs) return hit.record;
       throw unavailable('The credential store');
     }
     if (cache.size >= maxCacheEntries) cache.delete(cache.keys().next().value!);

@@ -1,7 +1,16 @@
+import type { Config } from '../../shared/config.js';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { isConnectionError } from '../../shared/db/errors.js';
 import { unavailable } from '../../shared/errors.js';
 import type { MessageBus, OutboundMessage } from '../../shared/kafka/bus.js';
+
+/**
+ * What a write operation needs. Two pools, so writes cannot starve reads: `edgePool` holds the
+ * connections that wait for Kafka's acknowledgement inside an edge transaction (at most
+ * KAFKA_PRODUCE_TIMEOUT_MS each); `pool` serves everything else (reads, authentication, rate
+ * limits, health, short synchronous writes).
+ */
+export type WriteDeps = { pool: Pool; edgePool: Pool; bus: MessageBus; config: Config };
 
 export type EdgeWrite<T> = {
   result: T;
@@ -9,25 +18,30 @@ export type EdgeWrite<T> = {
   produce?: { topic: string; messages: OutboundMessage[] };
 };
 
+/** Seconds a client should wait before retrying a write refused because Kafka is unreachable. */
+const kafkaRetryAfterSeconds = 5;
+
 /**
  * The edge ledger's one write pattern: record the edge rows and produce the work in ONE
  * PostgreSQL transaction that commits only after Kafka acknowledged (acks=all).
  *
+ * - Kafka known unreachable → 503 at once, before a connection is taken.
  * - Kafka fails → rollback → 503: nothing recorded, the client retries.
  * - Kafka acked, commit fails (crash, PostgreSQL gone) → no row, no 2xx; the produced messages
  *   name an id that never committed, and workers drop them after a grace period
  *   (see workers' orphan handling): no record stays "Queued" without its messages.
  * - A concurrent request with the same idempotency key blocks on the unique index until this
- *   one commits, then sees it as a replay: exactly one production per key.
+ *   one commits, then sees it as a replay: exactly one production per key. That row lock is the
+ *   only lock held across the wait for Kafka (write callbacks must not take shared ones).
  */
 export async function recordThenProduce<T>(
-  pool: Pool,
-  bus: MessageBus,
+  deps: Pick<WriteDeps, 'edgePool' | 'bus'>,
   write: (tx: PoolClient) => Promise<EdgeWrite<T>>,
 ): Promise<T> {
+  if (!deps.bus.available()) throw unavailable('Kafka', kafkaRetryAfterSeconds);
   let tx: PoolClient;
   try {
-    tx = await pool.connect();
+    tx = await deps.edgePool.connect();
   } catch {
     throw unavailable('PostgreSQL');
   }
@@ -37,14 +51,14 @@ export async function recordThenProduce<T>(
     const { result, produce } = await write(tx);
     if (produce) {
       phase = 'kafka';
-      await bus.produce(produce.topic, produce.messages);
+      await deps.bus.produce(produce.topic, produce.messages);
       phase = 'postgres';
     }
     await tx.query('COMMIT');
     return result;
   } catch (err) {
     await tx.query('ROLLBACK').catch(() => undefined);
-    if (phase === 'kafka') throw unavailable('Kafka');
+    if (phase === 'kafka') throw unavailable('Kafka', kafkaRetryAfterSeconds);
     if (isConnectionError(err)) throw unavailable('PostgreSQL');
     throw err;
   } finally {

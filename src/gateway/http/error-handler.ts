@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
-import { AppError } from '../../shared/errors.js';
+import { isConnectionError } from '../../shared/db/errors.js';
+import { AppError, unavailable } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { renderError, statusOfKind } from './error-mapping.js';
 import { sendJson } from './negotiate.js';
@@ -35,5 +36,7 @@ export const errorHandler =
 
 function toAppError(thrown: unknown): AppError {
   if (thrown instanceof AppError) return thrown;
+  // Any path that meets an unreachable PostgreSQL answers 503 + Retry-After, never 500.
+  if (isConnectionError(thrown)) return unavailable('PostgreSQL');
   return new AppError('internal_error', 'An unexpected error occurred; it was logged with the request id.');
 }

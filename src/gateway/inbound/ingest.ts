@@ -1,10 +1,7 @@
-import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
 import { AppError } from '../../shared/errors.js';
-import type { MessageBus } from '../../shared/kafka/bus.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
-import { recordThenProduce } from '../edge/record-then-produce.js';
+import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
 import { toImportJobDto } from '../import-jobs/store.js';
 import type { ImportJobDto } from '../import-jobs/schemas.js';
 import { chunkMessages, cutIntoChunks } from './chunks.js';
@@ -26,13 +23,13 @@ export type IngestResult = ImportJobDto & { idempotentReplay: boolean };
 
 /** Records the import job and produces its chunks (see recordThenProduce); replays answer the same job. */
 export function ingestTargets(
-  deps: { pool: Pool; bus: MessageBus; config: Config },
+  deps: WriteDeps,
   client: AuthenticatedClient,
   ids: { requestId: string; correlationId: string },
   req: IngestRequest,
 ): Promise<IngestResult> {
   const chunks = cutIntoChunks(req.targets.accepted, deps.config.inboundChunkMaxBytes);
-  return recordThenProduce<IngestResult>(deps.pool, deps.bus, async (tx) => {
+  return recordThenProduce<IngestResult>(deps, async (tx) => {
     const row = await insertImportJob(tx, {
       tenantId: client.tenantId,
       clientId: client.clientId,

@@ -1,8 +1,5 @@
-import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
 import { AppError } from '../../shared/errors.js';
 import { inboundTargetSchema, targetItemSchema } from '../../shared/inbound/target-schema.js';
-import type { MessageBus } from '../../shared/kafka/bus.js';
 import { requestHash } from '../../shared/request-hash.js';
 import { idempotencyKeyOf } from '../http/idempotency-key.js';
 import { parseOrThrow } from '../http/validate.js';
@@ -10,8 +7,9 @@ import { defineRoute, type RouteDefinition } from '../routes/route-definition.js
 import { ingestTargets, type IngestRequest } from './ingest.js';
 import { batchEnvelopeSchema, inboundImportResultSchema, inboundTargetBatchSchema } from './schemas.js';
 import { validateTargets } from './validate-targets.js';
+import type { WriteDeps } from '../edge/record-then-produce.js';
 
-type Deps = { pool: Pool; bus: MessageBus; config: Config };
+type Deps = WriteDeps;
 
 const idempotencyDescription =
   'Idempotency: send an Idempotency-Key header (1–200 visible ASCII characters; for a batch, externalBatchId ' +

@@ -1,22 +1,28 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../../shared/config.js';
-import type { Pool, PoolClient } from '../../shared/db/pool.js';
-import { AppError, type FieldErrors } from '../../shared/errors.js';
+import type { Queryable } from '../../shared/db/pool.js';
+import { AppError, unavailable, type FieldErrors } from '../../shared/errors.js';
 import { jobMessageType, jobMessageVersion, type JobPayload } from '../../shared/jobs/job-message.js';
 import type { CreateJobRequest } from '../../shared/jobs/job.js';
-import type { MessageBus } from '../../shared/kafka/bus.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import { envelope } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
-import { recordThenProduce } from '../edge/record-then-produce.js';
-import { findJobRequest, insertJobRequest, jobTypeExists, lockKey, nextJobNumber, targetExists } from './store.js';
+import { recordThenProduce, type EdgeWrite, type WriteDeps } from '../edge/record-then-produce.js';
+import {
+  findJobRequest,
+  insertJobRequest,
+  jobTypeExists,
+  lockKey,
+  nextJobNumber,
+  targetExists,
+  type JobRequestRow,
+} from './store.js';
 
 type Ids = { requestId: string; correlationId: string };
 export type CreateJobAnswer = { status: 201 | 200; body: Record<string, unknown> };
 
 /** What makes a well-formed request impossible to carry out (422), field by field. */
 async function unprocessable(
-  tx: PoolClient,
+  tx: Queryable,
   tenantId: string,
   req: CreateJobRequest,
   now: number,
@@ -40,9 +46,13 @@ async function unprocessable(
  * Creates a field job once per idempotency key (the Idempotency-Key header, else the external id):
  * new key → 201; same key and body → 200 replay with the first ids; otherwise 409. Duplicates in
  * flight queue on an advisory lock of (tenant, key) and see the first one's committed row.
+ *
+ * The job number is drawn before the edge transaction, in a statement of its own, so no
+ * tenant-wide lock is held while Kafka acknowledges: numbers are unique and increase per tenant,
+ * but a creation that fails afterwards (503, a concurrent duplicate) leaves a gap.
  */
-export function createJob(
-  deps: { pool: Pool; bus: MessageBus; config: Config },
+export async function createJob(
+  deps: WriteDeps,
   client: AuthenticatedClient,
   ids: Ids,
   req: { body: CreateJobRequest; hash: Buffer; key: string },
@@ -61,32 +71,42 @@ export function createJob(
       idempotentReplay: status === 200,
     },
   });
-
-  return recordThenProduce<CreateJobAnswer>(deps.pool, deps.bus, async (tx) => {
-    await lockKey(tx, client.tenantId, `key:${key}`);
-    await lockKey(tx, client.tenantId, `ext:${body.externalId}`);
-    const existing = await findJobRequest(tx, client.tenantId, key, body.externalId);
-    if (existing) {
-      if (existing.idempotency_key === key && existing.request_hash.equals(hash)) {
-        const status = existing.status ?? 'Created';
-        return { result: answer(200, { fieldJobId: existing.field_job_id, jobNumber: existing.job_number, status }) };
-      }
-      const field = existing.idempotency_key === key ? 'Idempotency-Key' : 'externalId';
-      throw new AppError(
-        'idempotency_conflict',
-        existing.idempotency_key === key
-          ? 'This idempotency key was already used with a different body.'
-          : `A job with externalId ${body.externalId} was already created by another request.`,
-        { [field]: ['already used for a different job request'] },
-        { fieldJobId: existing.field_job_id },
-      );
+  const replayOrConflict = (existing: JobRequestRow): EdgeWrite<CreateJobAnswer> => {
+    if (existing.idempotency_key === key && existing.request_hash.equals(hash)) {
+      const status = existing.status ?? 'Created';
+      return { result: answer(200, { fieldJobId: existing.field_job_id, jobNumber: existing.job_number, status }) };
     }
-    const errors = await unprocessable(tx, client.tenantId, body, Date.now());
+    const field = existing.idempotency_key === key ? 'Idempotency-Key' : 'externalId';
+    throw new AppError(
+      'idempotency_conflict',
+      existing.idempotency_key === key
+        ? 'This idempotency key was already used with a different body.'
+        : `A job with externalId ${body.externalId} was already created by another request.`,
+      { [field]: ['already used for a different job request'] },
+      { fieldJobId: existing.field_job_id },
+    );
+  };
+
+  // A replay or a refusal needs no number; checked outside the transaction, then again inside.
+  let jobNumber: string | null = null;
+  if (!(await findJobRequest(deps.pool, client.tenantId, key, body.externalId))) {
+    const errors = await unprocessable(deps.pool, client.tenantId, body, Date.now());
     if (Object.keys(errors).length > 0) {
       throw new AppError('unprocessable', 'The job cannot be created as requested.', errors);
     }
+    if (!deps.bus.available()) throw unavailable('Kafka', 5); // before a number is spent
+    jobNumber = await nextJobNumber(deps.pool, client.tenantId);
+  }
+
+  return recordThenProduce<CreateJobAnswer>(deps, async (tx) => {
+    await lockKey(tx, client.tenantId, `key:${key}`);
+    await lockKey(tx, client.tenantId, `ext:${body.externalId}`);
+    const existing = await findJobRequest(tx, client.tenantId, key, body.externalId);
+    if (existing) return replayOrConflict(existing);
+    // Only when the first look saw a request that has since gone, which cannot happen
+    // (job requests are never deleted); then the number is drawn here.
+    jobNumber ??= await nextJobNumber(tx, client.tenantId);
     const fieldJobId = randomUUID();
-    const jobNumber = await nextJobNumber(tx, client.tenantId);
     await insertJobRequest(tx, {
       fieldJobId,
       tenantId: client.tenantId,

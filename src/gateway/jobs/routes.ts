@@ -1,13 +1,11 @@
-import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
 import { createJobRequestSchema, jobStatuses } from '../../shared/jobs/job.js';
-import type { MessageBus } from '../../shared/kafka/bus.js';
 import { requestHash } from '../../shared/request-hash.js';
 import { idempotencyKeyOf } from '../http/idempotency-key.js';
 import { parseOrThrow } from '../http/validate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { createJob } from './create-job.js';
 import { createJobResponseSchema } from './schemas.js';
+import type { WriteDeps } from '../edge/record-then-produce.js';
 
 const description =
   'Idempotent by the Idempotency-Key header, or by externalId when no header is sent: the first request ' +
@@ -21,7 +19,7 @@ const description =
   'second; until then, material usage for that work order answers 404.';
 
 /** One operation at two addresses (spec part 4 note 1): the same definition mounted twice. */
-export function jobRoutes(deps: { pool: Pool; bus: MessageBus; config: Config }): RouteDefinition[] {
+export function jobRoutes(deps: WriteDeps): RouteDefinition[] {
   return (['/api/connect/jobs', '/api/v1/connect/jobs'] as const).map((path) =>
     defineRoute({
       method: 'post',

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../../shared/config.js';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
-import type { MessageBus } from '../../shared/kafka/bus.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import { quantityDecimals } from '../../shared/materials/usage.js';
 import { usageMessageType, usageMessageVersion, type UsagePayload } from '../../shared/materials/usage-message.js';
 import { envelope } from '../../shared/messages.js';
 import { requestHash } from '../../shared/request-hash.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
-import { recordThenProduce } from '../edge/record-then-produce.js';
+import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
 import type { CreateMaterialUsageRequest, MaterialUsageResponse, WorkOrderMaterialUsageDto } from './schemas.js';
 import {
   findItems,
@@ -24,7 +22,7 @@ import {
   type WorkOrderRow,
 } from './store.js';
 
-type Deps = { pool: Pool; bus: MessageBus; config: Config };
+type Deps = WriteDeps;
 
 /** The one 404 of both POST addresses and the GET. */
 export function workOrderNotFound(ref: WorkOrderRef): AppError {
@@ -138,7 +136,7 @@ export function recordMaterialUsage(
   ref: WorkOrderRef,
   req: CreateMaterialUsageRequest,
 ): Promise<MaterialUsageResponse> {
-  return recordThenProduce<MaterialUsageResponse>(deps.pool, deps.bus, async (tx) => {
+  return recordThenProduce<MaterialUsageResponse>(deps, async (tx) => {
     const workOrder = await resolveWorkOrder(tx, client.tenantId, ref);
     const resolved = await resolveReferences(tx, client.tenantId, req);
     // Normalised content: the same usage sent to either address, by item id or SKU, by

@@ -1,7 +1,4 @@
 import { z } from 'zod';
-import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
-import type { MessageBus } from '../../shared/kafka/bus.js';
 import {
   maxExternalEventIdLength,
   maxLineQuantity,
@@ -25,8 +22,9 @@ import {
   type CreateMaterialUsageRequest,
 } from './schemas.js';
 import type { WorkOrderRef } from './store.js';
+import type { WriteDeps } from '../edge/record-then-produce.js';
 
-type Deps = { pool: Pool; bus: MessageBus; config: Config };
+type Deps = WriteDeps;
 
 const tag = 'Work-order materials';
 

@@ -1,9 +1,12 @@
-import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Pool } from '../../shared/db/pool.js';
 import { AppError, unavailable } from '../../shared/errors.js';
 
 // Fixed one-minute windows per Integration Client, counted in PostgreSQL (table rate_limits)
-// so every gateway replica shares them. Header format: IETF draft-ietf-httpapi-ratelimit-headers.
+// so every gateway replica shares them. While PostgreSQL is unreachable each replica counts in
+// memory instead (the library's insurance limiter), so a client keeps its limit per replica and
+// the rate limit never turns an outage into errors of its own.
+// Header format: IETF draft-ietf-httpapi-ratelimit-headers.
 export const windowSeconds = 60;
 const policyName = 'client';
 
@@ -30,6 +33,7 @@ export function createRateLimiter(pool: Pool): RateLimiter {
         keyPrefix: 'client',
         points,
         duration: windowSeconds,
+        insuranceLimiter: new RateLimiterMemory({ keyPrefix: 'client', points, duration: windowSeconds }),
       });
       limiters.set(points, limiter);
     }
