@@ -1,6 +1,7 @@
 import { utimes, writeFile } from 'node:fs/promises';
 import type { Config } from '../shared/config.js';
 import { createPool } from '../shared/db/pool.js';
+import { isBrokerUnreachable } from '../shared/kafka/availability.js';
 import { createKafkaBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
 import { runWorkerKind, type RetryPolicy } from './consumer-loop.js';
@@ -17,6 +18,23 @@ export type PollingWorker = {
 };
 export type HostedWorker = WorkerKind | PollingWorker;
 const isPolling = (kind: HostedWorker): kind is PollingWorker => 'polling' in kind;
+
+/**
+ * Runs start() until it gets past the broker: a worker started while Kafka is down waits for it
+ * (logging, with backoff up to 30 s) instead of exiting into a restart loop.
+ */
+async function untilBrokerAnswers(logger: Logger, worker: string, start: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (!isBrokerUnreachable(err)) throw err;
+      const delayMs = Math.min(30_000, 500 * 2 ** attempt);
+      logger.warn({ err, worker, attempt, delayMs }, 'kafka unreachable at start; waiting for it');
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
+  }
+}
 
 /** The workers' composition root: one pool and bus per process, one consumer group per kind. */
 export async function startWorkers(
@@ -49,7 +67,11 @@ export async function startWorkers(
     });
     return { kind, group };
   });
-  await Promise.all(groups.map(({ kind, group }) => runWorkerKind(kind, group, deps, retryPolicy)));
+  await Promise.all(
+    groups.map(({ kind, group }) =>
+      untilBrokerAnswers(logger, kind.name, () => runWorkerKind(kind, group, deps, retryPolicy)),
+    ),
+  );
   const pollers = await Promise.all(kinds.filter(isPolling).map((kind) => kind.start(deps)));
 
   // Keeps the process alive until a signal arrives, even with no kind to host, and touches the
