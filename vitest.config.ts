@@ -1,4 +1,11 @@
 import { defineConfig } from 'vitest/config';
+import { measureTimeScale } from './test/support/time-scale.js';
+
+// Deadlines grow with the machine's measured slowness (see test/support/time-scale.ts); the test
+// processes inherit the factor through the environment.
+process.env.TEST_TIME_SCALE ??= String(measureTimeScale());
+const scale = Number(process.env.TEST_TIME_SCALE);
+console.log(`tests: time scale ${scale} (deadlines are idle-machine figures times this)`);
 
 export default defineConfig({
   test: {
@@ -8,8 +15,8 @@ export default defineConfig({
     // (own database cloned from a migrated template, own topic prefix and consumer groups).
     pool: 'forks',
     maxWorkers: 3,
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
-    teardownTimeout: 60_000,
+    testTimeout: Math.round(60_000 * scale),
+    hookTimeout: Math.round(120_000 * scale),
+    teardownTimeout: Math.round(60_000 * scale),
   },
 });

@@ -7,6 +7,7 @@ import { eventually } from '../support/kafka.js';
 import { balanceOf, materialsPath, runUsageLoad, usageLedger } from '../support/materials.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { startTestWorkers } from '../support/workers.js';
+import { scaled } from '../support/time-scale.js';
 
 const suite = useGatewaySuite({
   env: () => ({ RATE_LIMIT_PER_MINUTE: '100000' }),
@@ -476,55 +477,59 @@ describe('work-order material usage', () => {
     expect(again.body).toMatchObject({ status: 'Failed', idempotency: { wasAlreadyProcessed: true } });
   });
 
-  it('keeps the balance exact under 1,000 concurrent usages from 20 clients, replays included', async () => {
-    // A second consumer of the same group in its own Kafka client and pool: two workers book
-    // usages of the same balance row at once.
-    const second = await startTestWorkers(suite.config, [materialsWorker]);
-    try {
-      // More work orders (keys) than partitions, so both consumers get a share of the usages.
-      const more = await insertWorkOrders(
-        suite.pool,
-        suite.demo.tenantId,
-        Array.from({ length: 9 }, (_, i) => ({ externalWorkOrderId: `WO-CONC-${i}`, title: 'Concurrency' })),
-      );
-      const item = items['CABLE-NYM-3X15']!;
-      const location = locations['WH-MAIN']!;
-      const start = (await balanceOf(suite.pool, item.inventoryItemId, location.inventoryLocationId))!;
-      const load = await runUsageLoad({
-        api: suite.api,
-        pool: suite.pool,
-        tenantId: suite.demo.tenantId,
-        workOrders: [...suite.demo.workOrders, ...more],
-        item,
-        locationCode: 'WH-MAIN',
-        prefix: 'conc',
-      });
-      expect(load.responses).toHaveLength(1000);
-      expect(load.responses.filter((r) => r.status !== 200)).toEqual([]);
-      // Exactly one first answer per event id; every other answer is a replay of the same usage.
-      const firsts = load.responses.filter((r) => r.wasAlreadyProcessed === false);
-      expect(firsts).toHaveLength(800);
-      expect(new Set(firsts.map((r) => r.eventId)).size).toBe(800);
-      const usageOf = new Map(firsts.map((r) => [r.eventId, r.usageId]));
-      for (const r of load.responses) expect(r.usageId).toBe(usageOf.get(r.eventId));
+  it(
+    'keeps the balance exact under 1,000 concurrent usages from 20 clients, replays included',
+    async () => {
+      // A second consumer of the same group in its own Kafka client and pool: two workers book
+      // usages of the same balance row at once.
+      const second = await startTestWorkers(suite.config, [materialsWorker]);
+      try {
+        // More work orders (keys) than partitions, so both consumers get a share of the usages.
+        const more = await insertWorkOrders(
+          suite.pool,
+          suite.demo.tenantId,
+          Array.from({ length: 9 }, (_, i) => ({ externalWorkOrderId: `WO-CONC-${i}`, title: 'Concurrency' })),
+        );
+        const item = items['CABLE-NYM-3X15']!;
+        const location = locations['WH-MAIN']!;
+        const start = (await balanceOf(suite.pool, item.inventoryItemId, location.inventoryLocationId))!;
+        const load = await runUsageLoad({
+          api: suite.api,
+          pool: suite.pool,
+          tenantId: suite.demo.tenantId,
+          workOrders: [...suite.demo.workOrders, ...more],
+          item,
+          locationCode: 'WH-MAIN',
+          prefix: 'conc',
+        });
+        expect(load.responses).toHaveLength(1000);
+        expect(load.responses.filter((r) => r.status !== 200)).toEqual([]);
+        // Exactly one first answer per event id; every other answer is a replay of the same usage.
+        const firsts = load.responses.filter((r) => r.wasAlreadyProcessed === false);
+        expect(firsts).toHaveLength(800);
+        expect(new Set(firsts.map((r) => r.eventId)).size).toBe(800);
+        const usageOf = new Map(firsts.map((r) => [r.eventId, r.usageId]));
+        for (const r of load.responses) expect(r.usageId).toBe(usageOf.get(r.eventId));
 
-      const ledger = await eventually(
-        async () => {
-          const rows = await usageLedger(suite.pool, suite.demo.tenantId, 'conc');
-          return rows.length === 800 && rows.every((r) => r.status === 'Applied') ? rows : undefined;
-        },
-        60_000,
-        'all 800 usages applied',
-      );
-      expect(ledger.filter((r) => r.movements !== 1)).toEqual([]);
-      const expected = start - load.expectedDecrease;
-      expect(await balanceOf(suite.pool, item.inventoryItemId, location.inventoryLocationId)).toBe(expected);
-      const shown = await balance('CABLE-NYM-3X15', 'WH-MAIN');
-      expect(shown).toMatchObject({ quantityOnHand: expected, isNegative: expected < 0, isLowStock: false });
-    } finally {
-      await second.stop();
-    }
-  }, 180_000);
+        const ledger = await eventually(
+          async () => {
+            const rows = await usageLedger(suite.pool, suite.demo.tenantId, 'conc');
+            return rows.length === 800 && rows.every((r) => r.status === 'Applied') ? rows : undefined;
+          },
+          60_000,
+          'all 800 usages applied',
+        );
+        expect(ledger.filter((r) => r.movements !== 1)).toEqual([]);
+        const expected = start - load.expectedDecrease;
+        expect(await balanceOf(suite.pool, item.inventoryItemId, location.inventoryLocationId)).toBe(expected);
+        const shown = await balance('CABLE-NYM-3X15', 'WH-MAIN');
+        expect(shown).toMatchObject({ quantityOnHand: expected, isNegative: expected < 0, isLowStock: false });
+      } finally {
+        await second.stop();
+      }
+    },
+    scaled(180_000),
+  );
 });
 
 async function otherItemId(): Promise<string> {

@@ -11,6 +11,7 @@ import { eventually } from '../support/kafka.js';
 import { makeTargets } from '../support/targets.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
 import { startTestWorkers } from '../support/workers.js';
+import { scaled } from '../support/time-scale.js';
 
 // PostgreSQL (a cluster of this file's own) is stopped, fast and immediate, while clients write
 // and read through a gateway and workers running in this process. Nothing may die (an unhandled
@@ -173,6 +174,6 @@ describe('PostgreSQL stops under load', () => {
           `statuses ${JSON.stringify(Object.fromEntries(load.statuses))}, targets ${rows[0].targets}`,
       );
     },
-    600_000,
+    scaled(600_000),
   );
 });

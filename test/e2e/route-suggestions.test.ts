@@ -4,6 +4,7 @@ import { bearer, createClientWithKey, insertImportJob } from '../support/fixture
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
+import { scaled } from '../support/time-scale.js';
 
 const suite = useGatewaySuite({ workers: [inboundWorker] });
 const key = () => suite.demo.clients.all!.apiKey;
@@ -124,16 +125,20 @@ describe('route suggestion drafts', () => {
     expect(Object.keys(reversed.body.error.fieldErrors)).toEqual(['shift.end']);
   });
 
-  it('computes a 2,000-target draft off the request thread', async () => {
-    const id = await importTargets(makeTargets(2000, 'big'));
-    let draftDone = false;
-    const draft = suggest(id, { ...plan, vehicles: 20 }).then((r) => ((draftDone = true), r));
-    await new Promise((r) => setTimeout(r, 100));
-    const live = await suite.api.get('/livez');
-    expect(live.status).toBe(200);
-    expect(draftDone).toBe(false); // /livez was answered while the draft was still computing
-    const res = await draft;
-    expect(res.status).toBe(200);
-    expect(res.body.summary.targets).toBe(2000);
-  }, 120_000);
+  it(
+    'computes a 2,000-target draft off the request thread',
+    async () => {
+      const id = await importTargets(makeTargets(2000, 'big'));
+      let draftDone = false;
+      const draft = suggest(id, { ...plan, vehicles: 20 }).then((r) => ((draftDone = true), r));
+      await new Promise((r) => setTimeout(r, 100));
+      const live = await suite.api.get('/livez');
+      expect(live.status).toBe(200);
+      expect(draftDone).toBe(false); // /livez was answered while the draft was still computing
+      const res = await draft;
+      expect(res.status).toBe(200);
+      expect(res.body.summary.targets).toBe(2000);
+    },
+    scaled(120_000),
+  );
 });

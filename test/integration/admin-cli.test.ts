@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ensureDatabase } from '../../src/shared/db/migrate.js';
 import { integrationScopes } from '../../src/shared/scopes.js';
+import { scaled } from '../support/time-scale.js';
 
 // The admin CLI as operators run it: a child process against a throwaway database of this
 // file's own, which the CLI itself creates the schema in (ensureDatabase + migrateUp).
@@ -77,7 +78,7 @@ beforeAll(async () => {
   // Sequential on purpose: the first run applies the migrations to the empty database.
   demo1 = await ok('demo');
   demo2 = await ok('demo', '--name', 'Second demo');
-}, 120_000);
+}, scaled(120_000));
 
 afterAll(async () => {
   await pool?.end();
@@ -88,7 +89,7 @@ afterAll(async () => {
   } finally {
     await admin.end();
   }
-}, 60_000);
+}, scaled(60_000));
 
 describe('admin CLI', { timeout: 60_000 }, () => {
   it('prints the usage on stdout and exits 0 for help and no arguments', async () => {

@@ -4,6 +4,7 @@ import { eventually } from '../support/kafka.js';
 import { spawnWorkers } from '../support/processes.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
+import { scaled } from '../support/time-scale.js';
 
 // 100,000 targets; the worker process is SIGKILLed several times while it applies them,
 // restarted each time; afterwards rows and counters must be exact.
@@ -21,47 +22,51 @@ const progress = async () =>
   ).rows[0] as { applied: number; failed: number; completed: number; jobs: number };
 
 describe('inbound worker crash safety', () => {
-  it('applies exactly 100,000 targets despite repeated SIGKILLs', async () => {
-    const targets = makeTargets(total, 'crash');
-    for (let i = 0; i < total; i += perBatch) {
-      const res = await suite.api.post('/api/v1/inbound/targets/batch', {
-        headers: bearer(suite.demo.clients.all!.apiKey),
-        body: { sourceSystem: 'crash', externalBatchId: `crash-${i}`, targets: targets.slice(i, i + perBatch) },
-      });
-      expect(res.status).toBe(200);
-    }
+  it(
+    'applies exactly 100,000 targets despite repeated SIGKILLs',
+    async () => {
+      const targets = makeTargets(total, 'crash');
+      for (let i = 0; i < total; i += perBatch) {
+        const res = await suite.api.post('/api/v1/inbound/targets/batch', {
+          headers: bearer(suite.demo.clients.all!.apiKey),
+          body: { sourceSystem: 'crash', externalBatchId: `crash-${i}`, targets: targets.slice(i, i + perBatch) },
+        });
+        expect(res.status).toBe(200);
+      }
 
-    const killedAt: number[] = [];
-    for (let kill = 0; kill < 3; kill++) {
+      const killedAt: number[] = [];
+      for (let kill = 0; kill < 3; kill++) {
+        const worker = spawnWorkers(suite.config, 'inbound', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
+        await worker.running();
+        const start = (await progress()).applied;
+        // Let it apply some chunks, then kill it mid-run.
+        await eventually(async () => ((await progress()).applied > start ? true : undefined), 60_000, 'progress');
+        await new Promise((r) => setTimeout(r, 300 + kill * 200));
+        await worker.kill('SIGKILL');
+        killedAt.push((await progress()).applied);
+      }
+      expect(killedAt.some((applied) => applied > 0 && applied < total)).toBe(true);
+
       const worker = spawnWorkers(suite.config, 'inbound', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
       await worker.running();
-      const start = (await progress()).applied;
-      // Let it apply some chunks, then kill it mid-run.
-      await eventually(async () => ((await progress()).applied > start ? true : undefined), 60_000, 'progress');
-      await new Promise((r) => setTimeout(r, 300 + kill * 200));
-      await worker.kill('SIGKILL');
-      killedAt.push((await progress()).applied);
-    }
-    expect(killedAt.some((applied) => applied > 0 && applied < total)).toBe(true);
+      await eventually(
+        async () => ((await progress()).completed === 10 ? true : undefined),
+        240_000,
+        'all jobs completed',
+      );
+      await worker.kill('SIGTERM');
 
-    const worker = spawnWorkers(suite.config, 'inbound', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
-    await worker.running();
-    await eventually(
-      async () => ((await progress()).completed === 10 ? true : undefined),
-      240_000,
-      'all jobs completed',
-    );
-    await worker.kill('SIGTERM');
-
-    expect(await progress()).toEqual({ applied: total, failed: 0, completed: 10, jobs: 10 });
-    const { rows } = await suite.pool.query(
-      `SELECT (SELECT count(*)::int FROM targets WHERE source_system = 'crash') AS targets,
+      expect(await progress()).toEqual({ applied: total, failed: 0, completed: 10, jobs: 10 });
+      const { rows } = await suite.pool.query(
+        `SELECT (SELECT count(*)::int FROM targets WHERE source_system = 'crash') AS targets,
               (SELECT count(*)::int FROM import_job_chunks) AS chunks,
               (SELECT sum(chunk_count)::int FROM import_jobs) AS expected_chunks,
               (SELECT sum(chunks_done)::int FROM import_jobs) AS chunks_done`,
-    );
-    expect(rows[0].targets).toBe(total);
-    expect(rows[0].chunks).toBe(rows[0].expected_chunks);
-    expect(rows[0].chunks_done).toBe(rows[0].expected_chunks);
-  }, 600_000);
+      );
+      expect(rows[0].targets).toBe(total);
+      expect(rows[0].chunks).toBe(rows[0].expected_chunks);
+      expect(rows[0].chunks_done).toBe(rows[0].expected_chunks);
+    },
+    scaled(600_000),
+  );
 });

@@ -3,6 +3,7 @@ import { bearer } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { spawnWorkers } from '../support/processes.js';
 import { useGatewaySuite } from '../support/suite.js';
+import { scaled } from '../support/time-scale.js';
 
 // Jobs are answered (201) while no worker runs; the worker is SIGKILLed before and during
 // materialisation and restarted: every job exists exactly once, with one work order.
@@ -20,43 +21,47 @@ const counts = async () =>
   ).rows[0];
 
 describe('jobs worker crash safety', () => {
-  it('materialises each answered job exactly once across SIGKILLs', async () => {
-    const answers = await Promise.all(
-      Array.from({ length: count }, (_, i) =>
-        suite.api.post('/api/v1/connect/jobs', {
-          headers: bearer(suite.demo.clients.all!.apiKey),
-          body: {
-            externalId: `CRASH-${i}`,
-            title: `Job ${i}`,
-            jobType: 'MAINTENANCE',
-            customer: { name: 'ACME' },
-            site: { address: { line1: 'Main 1', city: 'Berlin', countryCode: 'DE' } },
-          },
-        }),
-      ),
-    );
-    expect(answers.every((a) => a.status === 201)).toBe(true);
-    expect((await counts()).jobs).toBe(0);
+  it(
+    'materialises each answered job exactly once across SIGKILLs',
+    async () => {
+      const answers = await Promise.all(
+        Array.from({ length: count }, (_, i) =>
+          suite.api.post('/api/v1/connect/jobs', {
+            headers: bearer(suite.demo.clients.all!.apiKey),
+            body: {
+              externalId: `CRASH-${i}`,
+              title: `Job ${i}`,
+              jobType: 'MAINTENANCE',
+              customer: { name: 'ACME' },
+              site: { address: { line1: 'Main 1', city: 'Berlin', countryCode: 'DE' } },
+            },
+          }),
+        ),
+      );
+      expect(answers.every((a) => a.status === 201)).toBe(true);
+      expect((await counts()).jobs).toBe(0);
 
-    const env = { KAFKA_SESSION_TIMEOUT_MS: '6000' };
-    const first = spawnWorkers(suite.config, 'jobs', env);
-    await first.running();
-    await first.kill('SIGKILL'); // right after joining: between answer and materialisation
-    const second = spawnWorkers(suite.config, 'jobs', env);
-    await second.running();
-    await eventually(async () => ((await counts()).jobs > 0 ? true : undefined), 60_000, 'first jobs');
-    await second.kill('SIGKILL'); // mid-way
-    const third = spawnWorkers(suite.config, 'jobs', env);
-    await third.running();
-    await eventually(async () => ((await counts()).materialized === count ? true : undefined), 90_000, 'all jobs');
-    await third.kill('SIGTERM');
+      const env = { KAFKA_SESSION_TIMEOUT_MS: '6000' };
+      const first = spawnWorkers(suite.config, 'jobs', env);
+      await first.running();
+      await first.kill('SIGKILL'); // right after joining: between answer and materialisation
+      const second = spawnWorkers(suite.config, 'jobs', env);
+      await second.running();
+      await eventually(async () => ((await counts()).jobs > 0 ? true : undefined), 60_000, 'first jobs');
+      await second.kill('SIGKILL'); // mid-way
+      const third = spawnWorkers(suite.config, 'jobs', env);
+      await third.running();
+      await eventually(async () => ((await counts()).materialized === count ? true : undefined), 90_000, 'all jobs');
+      await third.kill('SIGTERM');
 
-    expect(await counts()).toEqual({ jobs: count, distinct_jobs: count, work_orders: count, materialized: count });
-    const { rows } = await suite.pool.query(
-      `SELECT count(*)::int AS n FROM field_jobs j JOIN job_requests r ON r.field_job_id = j.id
+      expect(await counts()).toEqual({ jobs: count, distinct_jobs: count, work_orders: count, materialized: count });
+      const { rows } = await suite.pool.query(
+        `SELECT count(*)::int AS n FROM field_jobs j JOIN job_requests r ON r.field_job_id = j.id
         WHERE j.job_number = r.job_number AND j.id = ANY($1::uuid[])`,
-      [answers.map((a) => a.body.fieldJobId)],
-    );
-    expect(rows[0].n).toBe(count);
-  }, 300_000);
+        [answers.map((a) => a.body.fieldJobId)],
+      );
+      expect(rows[0].n).toBe(count);
+    },
+    scaled(300_000),
+  );
 });

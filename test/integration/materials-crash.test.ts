@@ -4,6 +4,7 @@ import { eventually } from '../support/kafka.js';
 import { balanceOf, runUsageLoad, usageLedger } from '../support/materials.js';
 import { spawnWorkers } from '../support/processes.js';
 import { useGatewaySuite } from '../support/suite.js';
+import { scaled } from '../support/time-scale.js';
 
 // The concurrency load of the e2e test (1,000 usages of one item at one location from 20
 // clients, 200 of them replays) while the materials worker process is SIGKILLed and restarted
@@ -20,63 +21,67 @@ const applied = async () =>
   ).rows[0].n as number;
 
 describe('materials worker crash safety', () => {
-  it('books every usage exactly once despite SIGKILLs during the run', async () => {
-    const headers = bearer(suite.demo.clients.all!.apiKey);
-    const items = (await suite.api.get('/api/v1/connect/inventory/items', { headers })).body as any[];
-    const locations = (await suite.api.get('/api/v1/connect/inventory/locations', { headers })).body as any[];
-    const item = items.find((i) => i.sku === 'VALVE-BALL-12');
-    const location = locations.find((l) => l.externalCode === 'WH-MAIN');
-    const start = (await balanceOf(suite.pool, item.inventoryItemId, location.inventoryLocationId))!;
+  it(
+    'books every usage exactly once despite SIGKILLs during the run',
+    async () => {
+      const headers = bearer(suite.demo.clients.all!.apiKey);
+      const items = (await suite.api.get('/api/v1/connect/inventory/items', { headers })).body as any[];
+      const locations = (await suite.api.get('/api/v1/connect/inventory/locations', { headers })).body as any[];
+      const item = items.find((i) => i.sku === 'VALVE-BALL-12');
+      const location = locations.find((l) => l.externalCode === 'WH-MAIN');
+      const start = (await balanceOf(suite.pool, item.inventoryItemId, location.inventoryLocationId))!;
 
-    const env = { KAFKA_SESSION_TIMEOUT_MS: '6000' };
-    let worker = spawnWorkers(suite.config, 'materials', env);
-    await worker.running();
-    const loading = runUsageLoad({
-      api: suite.api,
-      pool: suite.pool,
-      tenantId: suite.demo.tenantId,
-      workOrders: suite.demo.workOrders,
-      item,
-      locationCode: 'WH-MAIN',
-      prefix: 'crash',
-      distinct,
-    });
-
-    const killedAt: number[] = [];
-    for (let kill = 0; kill < 3; kill++) {
-      const before = await applied();
-      // Let it book some usages, then kill it in the middle of its work.
-      await eventually(async () => ((await applied()) > before ? true : undefined), 60_000, 'progress');
-      await new Promise((r) => setTimeout(r, 50 + kill * 100));
-      await worker.kill('SIGKILL');
-      killedAt.push(await applied());
-      worker = spawnWorkers(suite.config, 'materials', env);
+      const env = { KAFKA_SESSION_TIMEOUT_MS: '6000' };
+      let worker = spawnWorkers(suite.config, 'materials', env);
       await worker.running();
-    }
-    expect(killedAt.some((n) => n > 0 && n < distinct)).toBe(true);
+      const loading = runUsageLoad({
+        api: suite.api,
+        pool: suite.pool,
+        tenantId: suite.demo.tenantId,
+        workOrders: suite.demo.workOrders,
+        item,
+        locationCode: 'WH-MAIN',
+        prefix: 'crash',
+        distinct,
+      });
 
-    const load = await loading;
-    expect(load.responses.filter((r) => r.status !== 200)).toEqual([]);
-    expect(load.responses.filter((r) => r.wasAlreadyProcessed === false)).toHaveLength(distinct);
-    const ledger = await eventually(
-      async () => {
-        const rows = await usageLedger(suite.pool, suite.demo.tenantId, 'crash');
-        return rows.length === distinct && rows.every((r) => r.status === 'Applied') ? rows : undefined;
-      },
-      120_000,
-      'all usages applied',
-    );
-    await worker.kill('SIGTERM');
+      const killedAt: number[] = [];
+      for (let kill = 0; kill < 3; kill++) {
+        const before = await applied();
+        // Let it book some usages, then kill it in the middle of its work.
+        await eventually(async () => ((await applied()) > before ? true : undefined), 60_000, 'progress');
+        await new Promise((r) => setTimeout(r, 50 + kill * 100));
+        await worker.kill('SIGKILL');
+        killedAt.push(await applied());
+        worker = spawnWorkers(suite.config, 'materials', env);
+        await worker.running();
+      }
+      expect(killedAt.some((n) => n > 0 && n < distinct)).toBe(true);
 
-    expect(ledger.filter((r) => r.movements !== 1)).toEqual([]);
-    expect(await balanceOf(suite.pool, item.inventoryItemId, location.inventoryLocationId)).toBe(
-      start - load.expectedDecrease,
-    );
-    const { rows } = await suite.pool.query(
-      `SELECT count(*)::int AS movements, coalesce(sum(quantity_delta), 0)::float8 AS total
+      const load = await loading;
+      expect(load.responses.filter((r) => r.status !== 200)).toEqual([]);
+      expect(load.responses.filter((r) => r.wasAlreadyProcessed === false)).toHaveLength(distinct);
+      const ledger = await eventually(
+        async () => {
+          const rows = await usageLedger(suite.pool, suite.demo.tenantId, 'crash');
+          return rows.length === distinct && rows.every((r) => r.status === 'Applied') ? rows : undefined;
+        },
+        120_000,
+        'all usages applied',
+      );
+      await worker.kill('SIGTERM');
+
+      expect(ledger.filter((r) => r.movements !== 1)).toEqual([]);
+      expect(await balanceOf(suite.pool, item.inventoryItemId, location.inventoryLocationId)).toBe(
+        start - load.expectedDecrease,
+      );
+      const { rows } = await suite.pool.query(
+        `SELECT count(*)::int AS movements, coalesce(sum(quantity_delta), 0)::float8 AS total
          FROM stock_movements WHERE item_id = $1 AND location_id = $2`,
-      [item.inventoryItemId, location.inventoryLocationId],
-    );
-    expect(rows[0]).toEqual({ movements: distinct, total: -load.expectedDecrease });
-  }, 300_000);
+        [item.inventoryItemId, location.inventoryLocationId],
+      );
+      expect(rows[0]).toEqual({ movements: distinct, total: -load.expectedDecrease });
+    },
+    scaled(300_000),
+  );
 });

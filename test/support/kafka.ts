@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { createKafkaBus, type MessageBus } from '../../src/shared/kafka/bus.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { scaled } from './time-scale.js';
 
 export const uniqueName = (base: string) => `${base}-${randomBytes(4).toString('hex')}`;
 
@@ -13,13 +14,16 @@ export function testBus(brokers = inject('kafkaBrokers')): MessageBus {
   });
 }
 
-/** Polls until check() returns a value other than undefined, or fails after timeoutMs. */
+/**
+ * Polls until check() returns a value other than undefined, or fails after timeoutMs (an
+ * idle-machine figure, scaled by the run's measured time scale).
+ */
 export async function eventually<T>(
   check: () => Promise<T | undefined> | T | undefined,
   timeoutMs = 30_000,
   what = 'condition',
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;

@@ -49,7 +49,9 @@ export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
     await chown(dir, Number(stdout.trim()), Number(gid.trim()));
   }
   const as = (cmd: string, args: string[]) =>
-    asRoot ? run('runuser', ['-u', 'postgres', '--', cmd, ...args], { timeout: 120_000 }) : run(cmd, args, { timeout: 120_000 });
+    asRoot
+      ? run('runuser', ['-u', 'postgres', '--', cmd, ...args], { timeout: 120_000 })
+      : run(cmd, args, { timeout: 120_000 });
 
   await as(program('initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync']);
   const port = 40000 + Math.floor(Math.random() * 20000);
