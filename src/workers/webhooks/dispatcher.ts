@@ -1,4 +1,5 @@
 import type { Config } from '../../shared/config.js';
+import { isConnectionError } from '../../shared/db/errors.js';
 import { inTransaction, type Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logger.js';
 import { serviceVersion } from '../../shared/version.js';
@@ -6,6 +7,7 @@ import { signWebhook } from '../../shared/webhooks/signing.js';
 import type { PollingWorker } from '../start-workers.js';
 import { postWebhook, type AttemptResult } from './post.js';
 import {
+  beginAttempt,
   claimDeliveries,
   disableEndpoint,
   endpointFailed,
@@ -32,8 +34,13 @@ type Claimed = {
 
 export type DispatcherDeps = { config: Config; logger: Logger; pool: Pool };
 
-/** How long a claim lasts: the attempt's timeout plus time to record its outcome. */
+/** How long a lease lasts from the attempt's start: its timeout plus time to record its outcome. */
 export const leaseMs = (config: Pick<Config, 'webhookTimeoutMs'>) => config.webhookTimeoutMs + 5000;
+
+/** Waits after consecutive PostgreSQL failures: doubling from the poll interval, at most 5 s. */
+export function backoffMs(pollIntervalMs: number, failures: number): number {
+  return Math.min(5000, Math.max(pollIntervalMs, 100) * 2 ** Math.min(failures - 1, 10));
+}
 
 /** The delay before the next attempt after `attempts` failed ones in this round, ±20%; null: give up. */
 export function retryDelayMs(scheduleMs: readonly number[], attempts: number, random = Math.random): number | null {
@@ -47,10 +54,12 @@ export function retryDelayMs(scheduleMs: readonly number[], attempts: number, ra
  * number of dispatcher processes share the work, and one that dies leaves leases that expire),
  * POSTs each signed event with a per-attempt timeout and records every attempt. Failures are
  * retried on the schedule; after the last one the delivery is Failed and its endpoint Disabled.
+ * PostgreSQL going away stops nothing: polls back off and go on, outcomes wait to be recorded.
  */
 export function startDispatcher({ config, logger, pool }: DispatcherDeps): { stop(): Promise<void> } {
   const log = logger.child({ worker: 'webhooks' });
   const inFlight = new Set<Promise<void>>();
+  const held = new Set<string>(); // ids of the deliveries in flight here
   let stopping = false;
   let wake: (() => void) | null = null;
   const nap = (ms: number) =>
@@ -65,6 +74,15 @@ export function startDispatcher({ config, logger, pool }: DispatcherDeps): { sto
         resolve();
       };
     });
+  // Backing off from PostgreSQL: only stop() cuts it short, not a slot coming free.
+  let onStop: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (onStop = resolve));
+  const pause = (ms: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([new Promise<void>((r) => (timer = setTimeout(r, ms))), stopped]).finally(() =>
+      clearTimeout(timer),
+    );
+  };
 
   async function record(d: Claimed, startedAt: Date, result: AttemptResult): Promise<void> {
     const delay = result.outcome === 'Succeeded' ? null : retryDelayMs(config.webhookRetryScheduleMs, d.round_attempts);
@@ -137,7 +155,48 @@ export function startDispatcher({ config, logger, pool }: DispatcherDeps): { sto
     );
   }
 
+  /**
+   * Records an outcome, retrying while PostgreSQL is unreachable: the POST was made, and once the
+   * record lands (lease token still ours) nothing is sent again. Gives up only on another kind of
+   * error or when stopping; then the lease expires and the delivery is tried again.
+   */
+  async function recordUntilDone(d: Claimed, startedAt: Date, result: AttemptResult): Promise<void> {
+    for (let failures = 1; ; failures++) {
+      try {
+        await record(d, startedAt, result);
+        return;
+      } catch (err) {
+        if (!isConnectionError(err) || stopping) throw err;
+        const retryInMs = backoffMs(config.webhookPollIntervalMs, failures);
+        log.warn(
+          { err, eventId: d.event_id, endpointId: d.endpoint_id, outcome: result.outcome, retryInMs },
+          'webhook attempt made but not recorded yet (PostgreSQL unreachable); retrying',
+        );
+        await pause(retryInMs);
+      }
+    }
+  }
+
   async function attempt(d: Claimed): Promise<void> {
+    // The lease began at the claim; restart it now so it covers the attempt and not whatever
+    // delayed us since (a starved process, a slow answer). Not ours any more: send nothing.
+    let begun;
+    try {
+      begun = await pool.query(beginAttempt, [d.id, d.lease_token, leaseMs(config)]);
+    } catch (err) {
+      log.warn(
+        { err, eventId: d.event_id, endpointId: d.endpoint_id },
+        'webhook attempt not begun (PostgreSQL unreachable?); tried again when its lease expires',
+      );
+      return;
+    }
+    if (begun.rowCount === 0) {
+      log.warn(
+        { eventId: d.event_id, endpointId: d.endpoint_id },
+        'webhook lease lost before the attempt began: not sent (another dispatcher has it)',
+      );
+      return;
+    }
     const startedAt = new Date();
     const secrets = d.previous_secret ? [d.secret, d.previous_secret] : [d.secret];
     const headers = {
@@ -148,33 +207,44 @@ export function startDispatcher({ config, logger, pool }: DispatcherDeps): { sto
       timeoutMs: config.webhookTimeoutMs,
       allowPrivate: config.webhookAllowPrivateTargets,
     });
-    await record(d, startedAt, result);
+    await recordUntilDone(d, startedAt, result);
   }
 
   function launch(d: Claimed) {
     const p: Promise<void> = attempt(d)
       .catch((err: unknown) =>
-        // Not recorded (PostgreSQL unreachable?): the lease expires and the delivery is tried again.
+        // Not recorded (an error other than PostgreSQL being away, or stopping while it was): the
+        // lease expires and the delivery is tried again.
         log.error({ err, eventId: d.event_id, endpointId: d.endpoint_id }, 'webhook attempt could not be recorded'),
       )
       .finally(() => {
         inFlight.delete(p);
+        held.delete(d.id);
         wake?.();
       });
     inFlight.add(p);
+    held.add(d.id);
   }
 
+  let failures = 0; // consecutive failed polls
   const loop = (async () => {
     while (!stopping) {
+      // Only as many as there are free slots now: each claimed delivery is attempted at once.
       const free = config.webhookConcurrency - inFlight.size;
       let claimed = 0;
       if (free > 0) {
         try {
-          const { rows } = await pool.query<Claimed>(claimDeliveries, [free, leaseMs(config)]);
+          const { rows } = await pool.query<Claimed>(claimDeliveries, [free, leaseMs(config), [...held]]);
           claimed = rows.length;
           for (const row of rows) launch(row);
+          if (failures > 0) log.info({ failures }, 'webhook polling works again');
+          failures = 0;
         } catch (err) {
-          log.warn({ err }, 'webhook poll failed');
+          failures++;
+          const retryInMs = backoffMs(config.webhookPollIntervalMs, failures);
+          log.warn({ err, failures, retryInMs }, 'webhook poll failed; retrying');
+          await pause(retryInMs);
+          continue;
         }
       }
       if (stopping) break;
@@ -187,6 +257,7 @@ export function startDispatcher({ config, logger, pool }: DispatcherDeps): { sto
   return {
     async stop() {
       stopping = true;
+      onStop();
       wake?.();
       await loop;
       await Promise.allSettled([...inFlight]); // in-flight attempts finish (each bounded by the timeout)

@@ -4,7 +4,9 @@
  * Claims up to $1 due deliveries of Active endpoints for $2 ms: Pending ones whose time has come
  * and Delivering ones whose lease expired (their dispatcher died mid-attempt). SKIP LOCKED lets
  * several dispatchers claim side by side; the new lease_token tells whether a dispatcher still
- * holds the delivery when it records the outcome. Returns what the attempt needs.
+ * holds the delivery when it begins the attempt and when it records the outcome. $3: ids this
+ * dispatcher is still working on (an outcome waiting for PostgreSQL to come back), never its own
+ * to take again. Returns what the attempt needs.
  */
 export const claimDeliveries = `
   WITH due AS (
@@ -12,6 +14,7 @@ export const claimDeliveries = `
      WHERE d.status IN ('Pending', 'Delivering')
        AND d.next_attempt_at <= now()
        AND (d.lease_until IS NULL OR d.lease_until < now())
+       AND d.id <> ALL($3::bigint[])
        AND EXISTS (SELECT 1 FROM webhook_endpoints ep WHERE ep.id = d.endpoint_id AND ep.status = 'Active')
      ORDER BY d.next_attempt_at
      LIMIT $1
@@ -30,10 +33,25 @@ export const claimDeliveries = `
     JOIN webhook_events e ON e.id = c.event_id
     JOIN webhook_endpoints ep ON ep.id = c.endpoint_id`;
 
+/**
+ * Restarts the lease ($3 ms) when the attempt begins, only while the lease token ($2) is still
+ * this dispatcher's: the lease covers the attempt, not the wait since the claim. No row: another
+ * dispatcher claimed the delivery meanwhile (or finished it), so this one must not send.
+ */
+export const beginAttempt = `
+  UPDATE webhook_deliveries SET lease_until = now() + $3 * interval '1 millisecond', updated_at = now()
+   WHERE id = $1 AND lease_token = $2`;
+
+/**
+ * Records one attempt; at most once per delivery and attempt number, so recording again after a
+ * COMMIT whose answer was lost (the connection died) does not list the attempt twice.
+ */
 export const insertAttempt = `
   INSERT INTO webhook_attempts (delivery_id, event_id, endpoint_id, attempt, outcome, status_code, latency_ms, error,
                                 response_snippet, started_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`;
+  SELECT $1::bigint, $2::text, $3::uuid, $4::integer, $5::text, $6::integer, $7::integer, $8::text, $9::text,
+         $10::timestamptz
+   WHERE NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE event_id = $2 AND delivery_id = $1 AND attempt = $4)`;
 
 /** $1 id, $2 lease token; only while this dispatcher still holds the lease. */
 export const markSucceeded = `

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webhookCreate } from '../../src/admin/commands/webhook.js';
+import { createPool, inTransaction, type Pool } from '../../src/shared/db/pool.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { recordWebhookEvent } from '../../src/shared/webhooks/outbox.js';
+import { startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
+import { claimDeliveries } from '../../src/workers/webhooks/sql.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
+import { testConfig } from '../support/gateway.js';
+import { eventually } from '../support/kafka.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+// A lease must cover the attempt, not the wait before it. Dispatcher A's claim answer is held back
+// (as a starved process, a long GC pause or a slow network would hold it) until A's lease has
+// expired and dispatcher B has taken those deliveries over and delivered them. When A finally
+// gets its rows it must not send them: nothing crashed, so every event arrives exactly once.
+// Waits are on conditions (B's deliveries Succeeded), never on durations, so load cannot fake it.
+
+process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = 'true';
+const events = 12;
+
+let db: TestDatabase;
+let pool: Pool;
+let demo: Demo;
+let receiver: WebhookReceiver;
+const pools: Pool[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createPool(db.url, 4, 'test');
+  demo = await createDemo(pool);
+  receiver = await startWebhookReceiver();
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await Promise.all([pool, ...pools].map((p) => p?.end()));
+  await db?.drop();
+});
+
+function dispatcherPool(name: string): Pool {
+  const p = createPool(db.url, 4, name);
+  p.on('error', () => undefined);
+  pools.push(p);
+  return p;
+}
+
+/** Log lines of a dispatcher, parsed. */
+function capturedLogger(name: string) {
+  const lines: Record<string, any>[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+      done();
+    },
+  });
+  return { logger: createLogger('info', name, sink), lines };
+}
+
+async function raise(clientId: string, n: number): Promise<string[]> {
+  return inTransaction(pool, async (tx) => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const { eventId } = await recordWebhookEvent(tx, {
+        tenantId: demo.tenantId,
+        clientId,
+        type: 'field_job.created',
+        data: {
+          fieldJobId: randomUUID(),
+          jobNumber: `J-${i}`,
+          externalId: `LEASE-${i}`,
+          status: 'Created',
+          workOrderId: null,
+          jobType: 'MAINTENANCE',
+          title: `Job ${i}`,
+          createdAt: new Date().toISOString(),
+        },
+      });
+      ids.push(eventId);
+    }
+    return ids;
+  });
+}
+
+describe('webhook leases', () => {
+  it('a dispatcher that gets to its attempt only after its lease was taken over sends nothing', async () => {
+    const config = testConfig(db.url, {
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      WEBHOOK_POLL_INTERVAL_MS: '50',
+      WEBHOOK_TIMEOUT_MS: '2000', // lease = timeout + 5 s; generous so load does not cause timeouts
+      WEBHOOK_CONCURRENCY: '4',
+      WEBHOOK_RETRY_SCHEDULE: '0.2,0.5,1',
+    });
+    const { clientId } = await createClientWithKey(pool, demo.tenantId, '');
+    const path = `/hook/${randomUUID()}`;
+    await admin(pool, webhookCreate, ['--client', clientId, '--url', receiver.url(path), '--events', 'all']);
+    const ids = await raise(clientId, events);
+
+    // A's first claim that returns rows is handed to A only once B has delivered those rows.
+    const latePool = dispatcherPool('test-late');
+    const realQuery = latePool.query.bind(latePool) as (text: string, values?: unknown[]) => Promise<any>;
+    let heldBack: string[] = [];
+    latePool.query = (async (text: string, values?: unknown[]) => {
+      const result = await realQuery(text, values);
+      if (text === claimDeliveries && result.rows.length > 0 && heldBack.length === 0) {
+        heldBack = result.rows.map((r: { id: string }) => r.id);
+        await eventually(
+          async () => {
+            const { rows } = await pool.query(
+              `SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY($1::bigint[]) AND status = 'Succeeded'`,
+              [heldBack],
+            );
+            return rows[0].n === heldBack.length ? true : undefined;
+          },
+          60_000,
+          'dispatcher B to deliver the claims A holds',
+        );
+      }
+      return result;
+    }) as unknown as Pool['query'];
+
+    const a = capturedLogger('test-webhooks-a');
+    const late = startDispatcher({ config, logger: a.logger, pool: latePool });
+    await eventually(() => (heldBack.length > 0 ? true : undefined), 30_000, "A's first claim");
+    const b = startDispatcher({
+      config,
+      logger: createLogger('silent', 'test-webhooks-b'),
+      pool: dispatcherPool('test-b'),
+    });
+    try {
+      await receiver.waitFor(path, events, () => true, 60_000);
+    } finally {
+      await late.stop(); // waits for the held-back claim and whatever A then does with it
+      await b.stop();
+    }
+
+    const got = receiver.received(path).map((r) => r.headers['webhook-id']!);
+    const perId = new Map<string, number>();
+    for (const id of got) perId.set(id, (perId.get(id) ?? 0) + 1);
+    console.log(
+      `lease test: ${events} events, A held back ${heldBack.length} claims; receiver got ${got.length} requests ` +
+        `for ${perId.size} webhook-ids; A logged: ${a.lines.map((l) => l.msg).join(' | ') || '(nothing)'}`,
+    );
+    expect(heldBack.length).toBeGreaterThan(0);
+    expect([...perId.keys()].sort()).toEqual([...ids].sort());
+    expect(got).toHaveLength(events); // exactly once each
+    const { rows } = await pool.query(
+      `SELECT d.id, d.status, count(a.*) FILTER (WHERE a.outcome = 'Succeeded')::int AS succeeded
+         FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
+        WHERE d.event_id = ANY($1) GROUP BY d.id, d.status`,
+      [ids],
+    );
+    expect(rows).toHaveLength(events);
+    for (const r of rows) expect(r).toMatchObject({ status: 'Succeeded', succeeded: 1 });
+  });
+});
