@@ -61,6 +61,8 @@ export function allRoutes(deps: AppDeps, oauth: OAuth = createOAuth(deps)): Rout
         (document ??= buildOpenApiDocument(routes, {
           rateLimitPerMinute: deps.config.rateLimitPerMinute,
           bodyLimitBytes: deps.config.bodyLimitBytes,
+          bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
+          inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
           topicPartitions: deps.config.kafkaTopicPartitions,
         })),
     }),
@@ -78,6 +80,8 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     rateLimit: createRateLimiter(deps.pool),
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
     bodyLimitBytes: deps.config.bodyLimitBytes,
+    bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
+    inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
   });
   app.use(requestContext());
   app.use(accessLog(deps.logger, deps.metrics));

@@ -33,6 +33,8 @@ const configSchema = z
     AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
     RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
     BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
+    BODY_READ_TIMEOUT_MS: int(30_000, 100, 600_000),
+    IN_FLIGHT_CLIENT_SHARE_PERCENT: int(25, 1, 100),
     HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
     SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
     INBOUND_BATCH_MAX_TARGETS: int(10_000, 1, 1_000_000),
@@ -90,6 +92,10 @@ export type Config = {
   authCacheTtlMs: number;
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
+  /** A request body must arrive within this (408 beyond). */
+  bodyReadTimeoutMs: number;
+  /** Share of an operation's in-flight slots one Integration Client may hold. */
+  inFlightClientSharePercent: number;
   healthCheckTimeoutMs: number;
   shutdownTimeoutMs: number;
   inboundBatchMaxTargets: number;
@@ -154,6 +160,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authCacheTtlMs: c.AUTH_CACHE_TTL_MS,
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
+    bodyReadTimeoutMs: c.BODY_READ_TIMEOUT_MS,
+    inFlightClientSharePercent: c.IN_FLIGHT_CLIENT_SHARE_PERCENT,
     healthCheckTimeoutMs: c.HEALTH_CHECK_TIMEOUT_MS,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
     inboundBatchMaxTargets: c.INBOUND_BATCH_MAX_TARGETS,

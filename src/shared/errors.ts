@@ -9,6 +9,7 @@ export type ErrorKind =
   | 'method_not_allowed'
   | 'conflict'
   | 'too_large'
+  | 'request_timeout'
   | 'unsupported_media_type'
   | 'unprocessable'
   | 'rate_limited'
@@ -77,6 +78,10 @@ export const errorCatalogue = {
     description: 'The import job has no target that can be routed (none with coordinates on that day).',
   },
   payload_too_large: { kind: 'too_large', description: 'The body exceeds the documented size limit.' },
+  request_timeout: {
+    kind: 'request_timeout',
+    description: 'The body did not arrive within the documented deadline (BODY_READ_TIMEOUT_MS); send it faster.',
+  },
   unsupported_media_type: {
     kind: 'unsupported_media_type',
     description: 'The request body media type is not application/json, text/json or application/*+json.',

@@ -10,6 +10,7 @@ export const statusOfKind: Record<ErrorKind, number> = {
   method_not_allowed: 405,
   conflict: 409,
   too_large: 413,
+  request_timeout: 408,
   unsupported_media_type: 415,
   unprocessable: 422,
   rate_limited: 429,

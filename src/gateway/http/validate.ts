@@ -11,9 +11,20 @@ export function fieldName(path: readonly PropertyKey[]): string {
   return out;
 }
 
+/** Most fields one error answer lists; the rest are counted in one more entry. */
+export const maxFieldErrors = 100;
+
 export function toFieldErrors(error: z.ZodError, root: string): FieldErrors {
-  const fields: FieldErrors = {};
-  const add = (name: string, message: string) => (fields[name || root] ??= []).push(message);
+  // No prototype: a field named __proto__ or constructor is a field like any other.
+  const fields: FieldErrors = Object.create(null);
+  let listed = 0;
+  let omitted = 0;
+  const add = (name: string, message: string) => {
+    const key = name || root;
+    if (!(key in fields) && listed >= maxFieldErrors) return void omitted++;
+    if (!(key in fields)) listed++;
+    (fields[key] ??= []).push(message);
+  };
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) add(fieldName([...issue.path, key]), 'Unknown field.');
@@ -21,6 +32,7 @@ export function toFieldErrors(error: z.ZodError, root: string): FieldErrors {
       add(fieldName(issue.path), issue.message);
     }
   }
+  if (omitted > 0) fields[root] = [...(fields[root] ?? []), `${omitted} more field errors omitted`];
   return fields;
 }
 

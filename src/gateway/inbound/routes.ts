@@ -81,7 +81,8 @@ export function inboundRoutes(deps: Deps): RouteDefinition[] {
       errorStatuses: [409, 413],
       maxInFlight: config.inboundMaxInFlight,
       inFlightGroup: 'inbound',
-      parseBody(raw): IngestRequest {
+      itemsField: 'targets',
+      parseBody(raw, { unstorableItems }): IngestRequest {
         const count = (raw as { targets?: unknown } | null)?.targets;
         if (Array.isArray(count) && count.length > config.inboundBatchMaxTargets) {
           throw new AppError(
@@ -99,7 +100,7 @@ export function inboundRoutes(deps: Deps): RouteDefinition[] {
           idempotencyKey: null,
           requestHash: requestHash(raw),
           received: batch.targets.length,
-          targets: validateTargets(batch.targets, targetItemSchema, 'targets'),
+          targets: validateTargets(batch.targets, targetItemSchema, 'targets', unstorableItems),
         };
       },
       responses,

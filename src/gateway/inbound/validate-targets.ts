@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import { AppError } from '../../shared/errors.js';
+import { AppError, type FieldErrors } from '../../shared/errors.js';
+import { unstorableReason, type TextProblem } from '../../shared/text/storable.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import type { TargetFields } from '../../shared/inbound/target-schema.js';
 import { fieldName, toFieldErrors } from '../http/validate.js';
@@ -14,25 +15,31 @@ export type ValidatedTargets = {
 
 /**
  * Partial acceptance: each target is validated on its own; valid ones are accepted, invalid
- * ones are rejected with per-field errors. A request with no valid target is a 400.
+ * ones (schema violations, or text PostgreSQL could not store) are rejected with per-field
+ * errors. A request with no valid target is a 400.
  */
 export function validateTargets(
   items: readonly unknown[],
   schema: z.ZodType<TargetFields>,
   root: string,
+  unstorable: ReadonlyMap<number, TextProblem[]> = new Map(),
 ): ValidatedTargets {
   const out: ValidatedTargets = { accepted: [], rejectedCount: 0, errors: [], errorsOmitted: 0 };
   const fieldErrors: Record<string, string[]> = {};
   items.forEach((item, index) => {
-    const parsed = schema.safeParse(item);
-    if (parsed.success) {
+    const textProblems = unstorable.get(index);
+    const parsed = textProblems ? null : schema.safeParse(item);
+    if (parsed?.success) {
       out.accepted.push({ index, target: parsed.data });
       return;
     }
     out.rejectedCount++;
     const raw = (item as { externalId?: unknown } | null)?.externalId;
-    const externalId = typeof raw === 'string' ? raw : null;
-    for (const [field, messages] of Object.entries(toFieldErrors(parsed.error, ''))) {
+    const externalId = typeof raw === 'string' && !unstorableReason(raw) ? raw : null;
+    const problems: FieldErrors = textProblems
+      ? Object.fromEntries(textProblems.map((p) => [fieldName(p.path), [p.message]]))
+      : toFieldErrors(parsed!.error, '');
+    for (const [field, messages] of Object.entries(problems)) {
       for (const message of messages) {
         if (out.errors.length < maxStoredItemErrors)
           out.errors.push({ index, externalId, field: field || null, message });

@@ -8,12 +8,9 @@ export const createJobResponseSchema = z
     correlationId: z.string().nullable().meta({ description: 'X-Correlation-Id as sent, or generated.' }),
     externalId: z.string().nullable(),
     fieldJobId: z.uuid(),
-    jobNumber: z
-      .string()
-      .nullable()
-      .meta({
-        description: 'Per tenant, unique and increasing (not gapless: a refused creation may skip one), e.g. J-000123.',
-      }),
+    jobNumber: z.string().nullable().meta({
+      description: 'Per tenant, unique and increasing (not gapless: a refused creation may skip one), e.g. J-000123.',
+    }),
     status: z
       .string()
       .nullable()

@@ -10,9 +10,16 @@ import { connectErrorSchema, standardErrorSchema } from '../http/error-shapes.js
 import { jwksPath, tokenPath } from '../oauth/routes.js';
 import { tokenScopeDescriptions } from '../oauth/scopes.js';
 import { windowSeconds } from '../rate-limit/rate-limiter.js';
+import { defaultJsonShapeLimits } from '../http/json-shape.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
 
-export type DocumentLimits = { rateLimitPerMinute: number; bodyLimitBytes: number; topicPartitions: number };
+export type DocumentLimits = {
+  rateLimitPerMinute: number;
+  bodyLimitBytes: number;
+  bodyReadTimeoutMs: number;
+  inFlightClientSharePercent: number;
+  topicPartitions: number;
+};
 
 const jsonMediaTypes = ['application/json', 'text/json', 'text/plain'] as const;
 
@@ -21,6 +28,7 @@ const errorDescriptions: Record<number, string> = {
   401: 'No credential, or a malformed, unknown, revoked or expired one.',
   403: "The credential is valid but lacks the operation's scope (insufficient_scope).",
   404: "Not found (resource_not_found); also for another tenant's or client's objects.",
+  408: 'The body did not arrive within the deadline (request_timeout).',
   409: 'Conflict (idempotency_conflict).',
   413: 'Body larger than the documented limit (payload_too_large).',
   415: 'Request media type is not application/json, text/json or application/*+json.',
@@ -55,7 +63,7 @@ function errorStatusesOf(route: RouteDefinition): number[] {
   const statuses = new Set<number>([500]);
   if (route.auth !== 'none') [401, 403, 429, 503].forEach((s) => statuses.add(s));
   if (route.params || route.query || route.body) statuses.add(400);
-  if (route.body) [413, 415].forEach((s) => statuses.add(s));
+  if (route.body) [408, 413, 415].forEach((s) => statuses.add(s));
   route.errorStatuses?.forEach((s) => statuses.add(s));
   return [...statuses].sort((a, b) => a - b);
 }
@@ -135,7 +143,14 @@ function describeService(limits: DocumentLimits): string {
     '## Limits',
     `- Rate limit per Integration Client: ${limits.rateLimitPerMinute} requests per ${windowSeconds} s window by default ` +
       '(configurable per client), shared by all gateway replicas; 429 with Retry-After, RateLimit and RateLimit-Policy.',
-    `- Request body: at most ${limits.bodyLimitBytes} bytes (413 beyond).`,
+    `- Request body: at most ${limits.bodyLimitBytes} bytes (413 beyond), arriving within ` +
+      `${limits.bodyReadTimeoutMs} ms (408 beyond), UTF-8 (400 invalid_json otherwise), nested at most ` +
+      `${defaultJsonShapeLimits.maxDepth} levels and at most ${defaultJsonShapeLimits.maxKeysPerObject} fields per ` +
+      'object (400 validation_failed beyond). Strings and field names must be storable text: no NUL (\\u0000) and ' +
+      'no unpaired UTF-16 surrogate (400; in a batch, that target alone is rejected).',
+    `- Operations with an in-flight limit (inbound, route suggestions) count requests whose body has arrived; one ` +
+      `Integration Client holds at most ${limits.inFlightClientSharePercent}% of the slots (at least one); beyond, 503 ` +
+      'with Retry-After.',
     '',
     '## Media types',
     'Requests: application/json, text/json or application/*+json (else 415). Responses: application/json by default; ' +

@@ -1,11 +1,13 @@
 import Router from '@koa/router';
-import { AppError } from '../../shared/errors.js';
+import { AppError, type FieldErrors } from '../../shared/errors.js';
+import { unstorableReason, type TextProblem } from '../../shared/text/storable.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { scopeOf } from '../auth/route-scopes.js';
 import { readJsonBody } from '../http/body.js';
 import { sendJson } from '../http/negotiate.js';
 import type { GatewayContext, GatewayState } from '../http/state.js';
-import { parseOrThrow } from '../http/validate.js';
+import { fieldName, parseOrThrow } from '../http/validate.js';
+import { InFlightSlots } from '../http/in-flight.js';
 import { rateLimitedError, type RateLimiter } from '../rate-limit/rate-limiter.js';
 import type { RouteDefinition } from './route-definition.js';
 
@@ -16,17 +18,37 @@ export type PipelineDeps = {
   rateLimit: RateLimiter;
   defaultRateLimitPerMinute: number;
   bodyLimitBytes: number;
+  bodyReadTimeoutMs: number;
+  /** Share of an operation's in-flight slots one client may hold (percent; at least one slot). */
+  inFlightClientSharePercent: number;
 };
 
 const koaPath = (template: string) => template.replace(/\{(\w+)\}/g, ':$1');
 
+const atCapacity = () =>
+  new AppError('service_unavailable', 'The gateway is at capacity for this operation; retry shortly.', null, null, 1);
+
+/** Path and query values PostgreSQL could not store are a 400 here, not a failure later. */
+function refuseUnstorable(values: Record<string, unknown>, root: string): void {
+  const errors: FieldErrors = Object.create(null);
+  for (const [name, value] of Object.entries(values)) {
+    for (const text of Array.isArray(value) ? value : [value]) {
+      const reason = typeof text === 'string' ? unstorableReason(text) : null;
+      if (reason) (errors[`${root}.${name}`] ??= []).push(reason);
+    }
+  }
+  if (Object.keys(errors).length > 0)
+    throw new AppError('validation_failed', `The request ${root} is invalid.`, errors);
+}
+
 /**
  * Mounts every route behind the same pipeline: authenticate → scope → rate limit →
- * body (media type, size, JSON) → validate path, query and body → handler.
+ * validate path and query → body (media type, size, deadline, JSON) → validate body →
+ * in-flight slot → handler.
  */
 export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
-  const inFlight = new Map<string, number>(); // requests being worked on, per in-flight group
+  const slots = new InFlightSlots(deps.inFlightClientSharePercent);
   for (const route of routes) {
     const scope = scopeOf(route.method, route.path);
     if (route.auth !== 'none' && !scope)
@@ -63,37 +85,55 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
         ctx.set(decision.headers);
         if (!decision.allowed) throw rateLimitedError(decision);
       }
-      if (route.maxInFlight !== undefined && (inFlight.get(group) ?? 0) >= route.maxInFlight) {
-        throw new AppError(
-          'service_unavailable',
-          'The gateway is at capacity for this operation; retry shortly.',
-          null,
-          null,
-          1,
-        );
-      }
-      inFlight.set(group, (inFlight.get(group) ?? 0) + 1);
+      const input = await readInput(ctx, route);
+      // Slots count requests whose body has arrived, so a slow sender holds none while it sends.
+      const release =
+        route.maxInFlight === undefined
+          ? null
+          : slots.take(group, ctx.state.client?.clientId ?? ctx.ip, route.maxInFlight);
+      if (release === false) throw atCapacity();
       try {
-        await handle(ctx, route);
+        await handle(ctx, route, input);
       } finally {
-        inFlight.set(group, inFlight.get(group)! - 1);
+        if (release) release();
       }
     });
   }
   return router;
 
-  async function handle(ctx: GatewayContext, route: RouteDefinition) {
+  async function readInput(ctx: GatewayContext, route: RouteDefinition) {
+    if (route.params) refuseUnstorable(ctx.params, 'path');
+    if (route.query) refuseUnstorable(ctx.query, 'query');
     const params = route.params ? parseOrThrow(route.params, ctx.params, 'path') : undefined;
     const query = route.query ? parseOrThrow(route.query, ctx.query, 'query') : undefined;
     let body: unknown;
     if (route.body || route.parseBody) {
-      const raw = await readJsonBody(ctx, route.bodyLimitBytes ?? deps.bodyLimitBytes, route.requestMediaTypes);
-      body = route.parseBody ? route.parseBody(raw) : parseOrThrow(route.body!, raw, 'body');
+      const raw = await readJsonBody(
+        ctx,
+        route.bodyLimitBytes ?? deps.bodyLimitBytes,
+        deps.bodyReadTimeoutMs,
+        route.requestMediaTypes,
+      );
+      const { items, elsewhere } = splitByItem(raw.unstorable, route.itemsField);
+      if (elsewhere.length > 0) {
+        const errors: FieldErrors = Object.create(null);
+        for (const p of elsewhere) (errors[fieldName(['body', ...p.path])] ??= []).push(p.message);
+        throw new AppError('validation_failed', 'The request body is invalid.', errors);
+      }
+      body = route.parseBody
+        ? route.parseBody(raw.value, { unstorableItems: items })
+        : parseOrThrow(route.body!, raw.value, 'body');
     }
+    return { params, query, body };
+  }
+
+  async function handle(
+    ctx: GatewayContext,
+    route: RouteDefinition,
+    input: { params: unknown; query: unknown; body: unknown },
+  ) {
     const result = await route.handler({
-      params,
-      query,
-      body,
+      ...input,
       client: ctx.state.client!,
       requestId: ctx.state.requestId,
       correlationId: ctx.state.correlationId,
@@ -107,4 +147,19 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       sendJson(ctx, result.status, result.body);
     }
   }
+}
+
+/** Problems inside items of a partially accepted array (by item index), and the others. */
+function splitByItem(problems: TextProblem[], itemsField: string | undefined) {
+  const items = new Map<number, TextProblem[]>();
+  const elsewhere: TextProblem[] = [];
+  for (const p of problems) {
+    const [field, index, ...rest] = p.path;
+    if (itemsField !== undefined && field === itemsField && typeof index === 'number') {
+      items.set(index, [...(items.get(index) ?? []), { path: rest, message: p.message }]);
+    } else {
+      elsewhere.push(p);
+    }
+  }
+  return { items, elsewhere };
 }

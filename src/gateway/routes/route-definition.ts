@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { TextProblem } from '../../shared/text/storable.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 
 export type HttpMethod = 'get' | 'post';
@@ -18,6 +19,11 @@ export type HandlerInput<P, Q, B> = {
   requestId: string;
   correlationId: string;
   header(name: string): string;
+};
+
+export type ParseContext = {
+  /** Per item index of `itemsField`: strings PostgreSQL could not store, with paths inside the item. */
+  unstorableItems: ReadonlyMap<number, TextProblem[]>;
 };
 
 export type HandlerResult = { status: number; body: unknown; headers?: Record<string, string> };
@@ -52,7 +58,12 @@ export type RouteDefinition<
   /** The documented body; validated with it unless parseBody is given. */
   body?: B;
   /** Validates the raw JSON body itself (e.g. item by item), instead of `body`. */
-  parseBody?: (raw: unknown) => BO;
+  parseBody?: (raw: unknown, context: ParseContext) => BO;
+  /**
+   * The array field whose items are accepted one by one (partial acceptance): unstorable text
+   * inside item i rejects item i alone (see ParseContext), not the request.
+   */
+  itemsField?: string;
   /**
    * Success responses by status. A documented error status listed here (e.g. the token endpoint's
    * RFC 6749 errors) replaces the standard error response of that status in the document.

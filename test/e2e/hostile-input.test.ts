@@ -1,0 +1,167 @@
+import { describe, expect, it } from 'vitest';
+import { appointmentsWorker } from '../../src/workers/appointments/kind.js';
+import { bearer } from '../support/fixtures.js';
+import { useGatewaySuite } from '../support/suite.js';
+import { makeTargets } from '../support/targets.js';
+import { accessToken, bearerToken, form, formHeaders, tokenPath } from './oauth-helpers.js';
+
+// Plain client mistakes and hostile bodies: always a 4xx in the documented shape (the API client
+// checks every answer against the OpenAPI document), never a 500, and a batch rejects only the
+// target that carries the bad text.
+const suite = useGatewaySuite({ workers: [appointmentsWorker], env: () => ({ BODY_READ_TIMEOUT_MS: '1000' }) });
+const key = () => suite.demo.clients.all!.apiKey;
+const auth = () => bearer(key());
+
+/** Every operation with a JSON body, with a path that reaches its handler. */
+async function writeOperations(): Promise<{ path: string; headers: Record<string, string> }[]> {
+  const wo = suite.demo.workOrders[0]!;
+  const token = await accessToken(suite.api, suite.demo.clients.all!);
+  const uuidKey = { 'idempotency-key': '6f1c2f44-6a8b-4f5e-9d3c-0b7a1f2e3d4c' };
+  return [
+    { path: '/api/v1/inbound/targets', headers: auth() },
+    { path: '/api/v1/inbound/targets/batch', headers: auth() },
+    { path: '/api/connect/jobs', headers: auth() },
+    { path: '/api/v1/connect/jobs', headers: auth() },
+    { path: `/api/v1/connect/work-orders/${wo.workOrderId}/materials`, headers: auth() },
+    {
+      path: `/api/v1/connect/work-orders/by-external-id/${encodeURIComponent(wo.externalWorkOrderId)}/materials`,
+      headers: auth(),
+    },
+    { path: '/api/v1/import-jobs/1/route-suggestion', headers: auth() },
+    { path: '/connect/v1/appointment-requests', headers: { ...bearerToken(token), ...uuidKey } },
+    { path: '/connect/v1/appointment-requests/apr_unknown/cancel', headers: { ...bearerToken(token), ...uuidKey } },
+  ];
+}
+
+const jsonAuth = () => ({ ...auth(), 'content-type': 'application/json' });
+
+const expect4xx = (res: { status: number; text: string }, what: string) => {
+  expect(res.status, `${what}: ${res.text.slice(0, 300)}`).toBeGreaterThanOrEqual(400);
+  expect(res.status, `${what}: ${res.text.slice(0, 300)}`).toBeLessThan(500);
+};
+
+describe('odd field names', () => {
+  it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])(
+    'a top-level body key %s is a 400 on every write operation',
+    async (name) => {
+      for (const op of await writeOperations()) {
+        const res = await suite.api.post(op.path, {
+          headers: { ...op.headers, 'content-type': 'application/json' },
+          rawBody: `{"${name}": 1}`,
+        });
+        expect4xx(res, `${name} on ${op.path}`);
+      }
+    },
+  );
+
+  it('query parameters with those names are a 400, and the token endpoint does not call them repeated', async () => {
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      const res = await suite.api.get(`/api/v1/import-jobs?${name}=1`, { headers: auth() });
+      expect(res.status, res.text).toBe(400);
+    }
+    const token = await suite.api.post(tokenPath, {
+      headers: formHeaders,
+      rawBody: `${form({ grant_type: 'client_credentials' })}&constructor=1`,
+    });
+    expect4xx(token, 'token endpoint');
+    expect(token.text).not.toMatch(/repeated/i);
+  });
+});
+
+describe('text PostgreSQL cannot store', () => {
+  const loneSurrogate = '"n\\ud800"';
+
+  it('a lone surrogate or NUL in a single push or a job is a 400 naming the field', async () => {
+    const target = { sourceSystem: 'hostile', ...makeTargets(1, 'ls')[0] };
+    for (const bad of [loneSurrogate, '"a\\u0000b"']) {
+      const single = await suite.api.post('/api/v1/inbound/targets', {
+        headers: jsonAuth(),
+        rawBody: JSON.stringify(target).replace('"Customer site ls-0"', bad),
+      });
+      expect(single.status, single.text).toBe(400);
+      expect(Object.keys(single.body.error.fieldErrors)).toContain('body.name');
+    }
+  });
+
+  it('in a batch, rejects only the targets with such text, with their index', async () => {
+    const targets = makeTargets(4, 'bt');
+    const rawBody = JSON.stringify({ sourceSystem: 'hostile', targets })
+      .replace('"Customer site bt-1"', loneSurrogate)
+      .replace('"Hauptstraße 3"', '"x\\u0000"');
+    const res = await suite.api.post('/api/v1/inbound/targets/batch', { headers: jsonAuth(), rawBody });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.acceptedCount ?? res.body.counts?.accepted ?? res.body.accepted).toBe(2);
+    const errors = res.body.errors as { index: number; field: string }[];
+    expect(errors.map((e) => [e.index, e.field])).toEqual([
+      [1, 'name'],
+      [2, 'address.line1'],
+    ]);
+  });
+
+  it('a NUL in a path or query value is a 400', async () => {
+    const wo = '/api/v1/connect/work-orders/by-external-id/a%00b/materials';
+    const token = await accessToken(suite.api, suite.demo.clients.all!);
+    for (const res of [
+      await suite.api.get('/api/v1/import-jobs?sourceSystem=%00', { headers: auth() }),
+      await suite.api.post(wo, { headers: jsonAuth(), rawBody: '{}' }),
+      await suite.api.get('/connect/v1/appointment-requests/apr_%00', { headers: bearerToken(token) }),
+    ]) {
+      expect(res.status, res.text).toBe(400);
+    }
+  });
+});
+
+describe('bytes and shapes', () => {
+  it('invalid UTF-8 is a 400 invalid_json, not stored as U+FFFD', async () => {
+    const text = JSON.stringify({ sourceSystem: 'hostile', ...makeTargets(1, 'u8')[0] });
+    const bytes = Buffer.from(text.replace('Customer site', 'Customer \u00ff site'), 'utf8');
+    const at = bytes.indexOf(0xc3);
+    bytes[at] = 0xff; // not a UTF-8 lead byte
+    const res = await suite.api.post('/api/v1/inbound/targets', {
+      headers: { ...auth(), 'content-type': 'application/json' },
+      rawBody: bytes,
+    });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.error.code).toBe('invalid_json');
+  });
+
+  it('deep nesting and huge objects are a 400, with bounded error lists', async () => {
+    const deep = `{"sourceSystem":"x","metadata":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+    const nested = await suite.api.post('/api/v1/inbound/targets', { headers: jsonAuth(), rawBody: deep });
+    expect(nested.status, nested.text).toBe(400);
+    expect(nested.body.error.code).toBe('validation_failed');
+
+    const wide = JSON.stringify(Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i])));
+    const res = await suite.api.post('/api/v1/connect/jobs', { headers: jsonAuth(), rawBody: wide });
+    expect(res.status, res.text).toBe(400);
+    expect(res.text.length).toBeLessThan(20_000);
+
+    const many = JSON.stringify(Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`k${i}`, i])));
+    const listed = await suite.api.post('/api/v1/connect/jobs', { headers: jsonAuth(), rawBody: many });
+    expect(listed.status).toBe(400);
+    expect(listed.body.error.details.length).toBeLessThanOrEqual(101);
+  });
+
+  it('a body that does not arrive within the deadline is cut with 408', async () => {
+    const url = new URL('/api/v1/inbound/targets', suite.gateway.url);
+    const started = { sent: false };
+    const stream = new ReadableStream({
+      async pull(controller) {
+        if (!started.sent) {
+          started.sent = true;
+          controller.enqueue(new TextEncoder().encode('{"sourceSystem":'));
+        }
+        await new Promise((r) => setTimeout(r, 200)); // trickles nothing more
+      },
+    });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit).catch((err: Error) => err);
+    if (res instanceof Error) throw res;
+    expect(res.status).toBe(408);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('request_timeout');
+  });
+});
