@@ -44,11 +44,19 @@ const configSchema = z
     IMPORT_JOBS_MAX_TAKE: int(200, 1, 10_000),
     ORPHAN_GRACE_MS: int(30_000, 0, 3_600_000),
     ROUTE_SUGGESTION_MAX_IN_FLIGHT: int(2, 1, 64),
-    // PKCS#8 PEM (EC P-256 or Ed25519; literal \n accepted); empty: a key generated and shared through PostgreSQL.
+    ROUTE_SUGGESTION_BUDGET_MS: int(30_000, 1, 600_000),
+    // PKCS#8 PEM (EC P-256 or Ed25519; literal \n accepted); only its public half is stored in PostgreSQL.
     OAUTH_SIGNING_KEY: z.string().default(''),
     OAUTH_ISSUER: z.string().min(1).max(500).default('urn:connect-integration'),
     OAUTH_AUDIENCE: z.string().min(1).max(500).default('connect/v1'),
     OAUTH_TOKEN_TTL_SECONDS: int(600, 60, 86_400),
+    // base64 of 32 random bytes: encrypts (AES-256-GCM) the generated signing key stored in PostgreSQL.
+    // Checked by the gateway (never echoed); empty: each replica signs with a key of its own, in memory only.
+    OAUTH_KEY_ENCRYPTION_KEY: z.string().default(''),
+    // Comma-separated retired encryption keys: stored keys encrypted with one are re-encrypted on start.
+    OAUTH_KEY_ENCRYPTION_KEYS_PREVIOUS: z.string().default(''),
+    OAUTH_TOKEN_CLIENT_LIMIT_PER_MINUTE: int(30, 1, 1_000_000),
+    OAUTH_TOKEN_ADDRESS_LIMIT_PER_MINUTE: int(300, 1, 1_000_000),
     WEBHOOK_TIMEOUT_MS: int(10_000, 100, 120_000),
     WEBHOOK_RETRY_SCHEDULE: z
       .string()
@@ -108,13 +116,23 @@ export type Config = {
   orphanGraceMs: number;
   /** Route suggestion drafts one gateway computes at once (worker threads). */
   routeSuggestionMaxInFlight: number;
-  /** PEM of the access-token signing key, or '' (then generated once and stored in PostgreSQL). */
+  /** Wall-clock budget of one draft's computation (422 beyond; the computation is stopped). */
+  routeSuggestionBudgetMs: number;
+  /** PEM of the access-token signing key, or '' (then generated: see oauthKeyEncryptionKey). */
   oauthSigningKey: string;
   /** iss of access tokens, checked on /connect/v1. */
   oauthIssuer: string;
   /** aud of access tokens, checked on /connect/v1. */
   oauthAudience: string;
   oauthTokenTtlSeconds: number;
+  /** base64 key (32 bytes) that encrypts the stored signing key, or '' (per-replica keys, nothing secret stored). */
+  oauthKeyEncryptionKey: string;
+  /** Retired encryption keys (base64, comma-separated), only to decrypt and re-encrypt what they encrypted. */
+  oauthKeyEncryptionKeysPrevious: string;
+  /** Token endpoint: requests per minute per authenticated client, per gateway replica (429 slow_down beyond). */
+  oauthTokenClientLimitPerMinute: number;
+  /** Token endpoint: requests per minute per source address, per gateway replica (429 slow_down beyond). */
+  oauthTokenAddressLimitPerMinute: number;
   /** Per-attempt timeout of a webhook POST (connect, response and body). */
   webhookTimeoutMs: number;
   /** Delays in ms before the 2nd, 3rd, … attempt (±20% jitter); after the last, the delivery gives up. */
@@ -171,10 +189,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importJobsMaxTake: c.IMPORT_JOBS_MAX_TAKE,
     orphanGraceMs: c.ORPHAN_GRACE_MS,
     routeSuggestionMaxInFlight: c.ROUTE_SUGGESTION_MAX_IN_FLIGHT,
+    routeSuggestionBudgetMs: c.ROUTE_SUGGESTION_BUDGET_MS,
     oauthSigningKey: c.OAUTH_SIGNING_KEY,
     oauthIssuer: c.OAUTH_ISSUER,
     oauthAudience: c.OAUTH_AUDIENCE,
     oauthTokenTtlSeconds: c.OAUTH_TOKEN_TTL_SECONDS,
+    oauthKeyEncryptionKey: c.OAUTH_KEY_ENCRYPTION_KEY,
+    oauthKeyEncryptionKeysPrevious: c.OAUTH_KEY_ENCRYPTION_KEYS_PREVIOUS,
+    oauthTokenClientLimitPerMinute: c.OAUTH_TOKEN_CLIENT_LIMIT_PER_MINUTE,
+    oauthTokenAddressLimitPerMinute: c.OAUTH_TOKEN_ADDRESS_LIMIT_PER_MINUTE,
     webhookTimeoutMs: c.WEBHOOK_TIMEOUT_MS,
     webhookRetryScheduleMs: c.WEBHOOK_RETRY_SCHEDULE.split(',').map((v) => Math.round(Number(v) * 1000)),
     webhookPollIntervalMs: c.WEBHOOK_POLL_INTERVAL_MS,

@@ -73,6 +73,11 @@ export const errorCatalogue = {
     kind: 'conflict',
     description: 'The import job is still Queued or Processing; retry when it is final.',
   },
+  computation_budget_exceeded: {
+    kind: 'unprocessable',
+    description:
+      'The draft could not be computed within ROUTE_SUGGESTION_BUDGET_MS; use fewer targets (split the import job) or vehicles.',
+  },
   no_routable_targets: {
     kind: 'unprocessable',
     description: 'The import job has no target that can be routed (none with coordinates on that day).',

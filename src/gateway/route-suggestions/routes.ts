@@ -26,7 +26,9 @@ export const routeSuggestionRoutes = (pool: Pool, config: Config): RouteDefiniti
     description:
       `${method} 404: unknown job or another client's. 409 import_job_not_finished: the job is Queued or ` +
       `Processing (retry when final). 422 no_routable_targets: no target has coordinates on that day. At most ` +
-      `${config.routeSuggestionMaxInFlight} drafts are computed at once per gateway (503 + Retry-After beyond).`,
+      `${config.routeSuggestionMaxInFlight} drafts are computed at once per gateway (503 + Retry-After beyond). A ` +
+      `draft gets ${config.routeSuggestionBudgetMs} ms of computation (422 computation_budget_exceeded beyond) and ` +
+      'is stopped when the client disconnects.',
     tag: 'Import jobs',
     auth: 'apiKey',
     params: importJobIdParamsSchema,
@@ -34,14 +36,15 @@ export const routeSuggestionRoutes = (pool: Pool, config: Config): RouteDefiniti
     maxInFlight: config.routeSuggestionMaxInFlight,
     errorStatuses: [404, 409, 422],
     responses: { 200: { description: 'The stored draft', schema: routeSuggestionSchema } },
-    async handler({ params, body, client }) {
+    async handler({ params, body, client, signal }) {
       if (body.timeZone && !isTimeZone(body.timeZone)) {
         throw new AppError('validation_failed', 'The request body is invalid.', {
           timeZone: ['unknown IANA time zone'],
         });
       }
       try {
-        return { status: 200, body: await createRouteSuggestion(pool, client, params.id, body) };
+        const budget = { ms: config.routeSuggestionBudgetMs, clientLeft: signal };
+        return { status: 200, body: await createRouteSuggestion(pool, client, params.id, body, budget) };
       } catch (err) {
         if (!(err instanceof RouteInputError)) throw err;
         const field = err.message.split(' ')[0]!;

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { runRouteSuggestionInWorker, type RouteTarget, type UnplacedTarget } from '../../routing/index.js';
+import {
+  runRouteSuggestionInWorker,
+  type RouteSuggestionInput,
+  type RouteSuggestionResult,
+  type RouteTarget,
+  type UnplacedTarget,
+} from '../../routing/index.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
@@ -24,12 +30,36 @@ function toRouteTarget(t: JobTargetRow, date: string, timeZone: string): RouteTa
   };
 }
 
+/**
+ * Runs the heuristic in a worker thread that is terminated when the budget runs out (422) or the
+ * client leaves, so one large draft cannot hold a CPU and an in-flight slot for minutes.
+ */
+async function computeWithinBudget(
+  input: RouteSuggestionInput,
+  budget: { ms: number; clientLeft?: AbortSignal },
+): Promise<RouteSuggestionResult> {
+  const timeUp = AbortSignal.timeout(budget.ms);
+  const signal = budget.clientLeft ? AbortSignal.any([timeUp, budget.clientLeft]) : timeUp;
+  try {
+    return await runRouteSuggestionInWorker(input, { signal });
+  } catch (err) {
+    if (!timeUp.aborted) throw err;
+    throw new AppError(
+      'computation_budget_exceeded',
+      `The draft could not be computed within ${budget.ms} ms; split the import job or plan fewer vehicles.`,
+      null,
+      { budgetMs: budget.ms, targets: input.targets.length },
+    );
+  }
+}
+
 /** Builds a draft from the job's targets off the request thread, stores it, and returns it. */
 export async function createRouteSuggestion(
   pool: Pool,
   client: AuthenticatedClient,
   importJobId: string,
   req: CreateRouteSuggestion,
+  budget: { ms: number; clientLeft?: AbortSignal } = { ms: 30_000 },
 ): Promise<RouteSuggestionDto> {
   const status = await findJobStatus(pool, client.clientId, importJobId);
   if (!status) throw notFound(`Import job ${importJobId}`);
@@ -55,7 +85,7 @@ export async function createRouteSuggestion(
       },
     );
   }
-  const result = await runRouteSuggestionInWorker({
+  const input = {
     depot: { lat: req.depot.latitude, lon: req.depot.longitude },
     ...(req.endDepot ? { endDepot: { lat: req.endDepot.latitude, lon: req.endDepot.longitude } } : {}),
     date: req.date,
@@ -64,7 +94,8 @@ export async function createRouteSuggestion(
     ...(req.maxStopsPerRoute ? { maxStopsPerRoute: req.maxStopsPerRoute } : {}),
     averageSpeedKmh: req.averageSpeedKmh ?? defaultSpeedKmh,
     targets,
-  });
+  };
+  const result = await computeWithinBudget(input, budget);
   const unplaced = [...converted.filter((t): t is UnplacedTarget => !('lat' in t)), ...result.unplaced];
   const placed = result.routes.reduce((n, r) => n + r.stops.length, 0);
   const dto: RouteSuggestionDto = {

@@ -132,8 +132,14 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     route: RouteDefinition,
     input: { params: unknown; query: unknown; body: unknown },
   ) {
+    // The client leaving before its answer is sent aborts the handler's long work.
+    const left = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) left.abort(new Error('the client disconnected'));
+    });
     const result = await route.handler({
       ...input,
+      signal: left.signal,
       client: ctx.state.client!,
       requestId: ctx.state.requestId,
       correlationId: ctx.state.correlationId,

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { bearer } from '../support/fixtures.js';
+import { eventually } from '../support/kafka.js';
+import { useGatewaySuite } from '../support/suite.js';
+import { makeTargets } from '../support/targets.js';
+
+// A draft large enough to take far longer than its budget: it is stopped with 422 when the budget
+// runs out, and stopped at once when its client leaves, freeing its in-flight slot.
+const suite = useGatewaySuite({
+  workers: [inboundWorker],
+  env: () => ({
+    ROUTE_SUGGESTION_BUDGET_MS: '2000',
+    ROUTE_SUGGESTION_MAX_IN_FLIGHT: '1',
+    IN_FLIGHT_CLIENT_SHARE_PERCENT: '100',
+  }),
+});
+const key = () => suite.demo.clients.all!.apiKey;
+const plan = {
+  date: '2026-11-23',
+  timeZone: 'Europe/Berlin',
+  depot: { latitude: 52.5, longitude: 13.4 },
+  vehicles: 20,
+  shift: { start: '07:00', end: '19:00' },
+};
+
+async function bigJob(): Promise<number> {
+  const targets = makeTargets(4000, 'big').map((t) => ({ ...t, timeWindows: [] }));
+  const res = await suite.api.post('/api/v1/inbound/targets/batch', {
+    headers: bearer(key()),
+    body: { sourceSystem: 'budget', targets },
+  });
+  expect(res.status).toBe(200);
+  const id = res.body.importJobId as number;
+  await eventually(async () => {
+    const job = await suite.api.get(`/api/v1/import-jobs/${id}`, { headers: bearer(key()) });
+    return job.body.status === 'Completed' ? true : undefined;
+  }, 120_000);
+  return id;
+}
+
+const path = (id: number) => `/api/v1/import-jobs/${id}/route-suggestion`;
+
+describe('route suggestion budgets', () => {
+  it('stops a draft past its budget with 422, and one whose client left at once', async () => {
+    const id = await bigJob();
+
+    const overBudget = await suite.api.post(path(id), { headers: bearer(key()), body: plan });
+    expect(overBudget.status, overBudget.text).toBe(422);
+    expect(overBudget.body.error.code).toBe('computation_budget_exceeded');
+
+    // A client that gives up: its computation must stop and free the only slot, so the next
+    // request is computed (and runs into the budget) instead of being refused with 503.
+    const leaving = new AbortController();
+    const abandoned = fetch(new URL(path(id), suite.gateway.url), {
+      method: 'POST',
+      headers: { ...bearer(key()), 'content-type': 'application/json' },
+      body: JSON.stringify(plan),
+      signal: leaving.signal,
+    }).catch((err: Error) => err);
+    // It holds the only slot once a probe of the same client is refused with 503.
+    await eventually(async () => {
+      const probe = await suite.api.post(path(id), { headers: bearer(key()), body: plan });
+      return probe.status === 503 ? true : undefined;
+    }, 120_000);
+    leaving.abort();
+    expect(await abandoned).toBeInstanceOf(Error);
+    const next = await suite.api.post(path(id), { headers: bearer(key()), body: plan });
+    expect(next.status, next.text).toBe(422);
+  }, 300_000);
+});
