@@ -82,6 +82,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     bodyLimitBytes: deps.config.bodyLimitBytes,
     bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
+    authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });
   app.use(requestContext());
   app.use(accessLog(deps.logger, deps.metrics));

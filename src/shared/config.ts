@@ -31,6 +31,7 @@ const configSchema = z
     KAFKA_PARTITIONS_CONCURRENTLY: int(2, 1, 64),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
+    AUTH_FAILURES_PER_MINUTE: int(60, 1, 1_000_000),
     RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
     BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
     BODY_READ_TIMEOUT_MS: int(30_000, 100, 600_000),
@@ -98,6 +99,8 @@ export type Config = {
   kafkaPartitionsConcurrently: number;
   logLevel: z.infer<typeof configSchema>['LOG_LEVEL'];
   authCacheTtlMs: number;
+  /** Refused credentials per address and minute before 429 without a lookup. */
+  authFailuresPerMinute: number;
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
   /** A request body must arrive within this (408 beyond). */
@@ -176,6 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaPartitionsConcurrently: c.KAFKA_PARTITIONS_CONCURRENTLY,
     logLevel: c.LOG_LEVEL,
     authCacheTtlMs: c.AUTH_CACHE_TTL_MS,
+    authFailuresPerMinute: c.AUTH_FAILURES_PER_MINUTE,
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     bodyReadTimeoutMs: c.BODY_READ_TIMEOUT_MS,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { appointmentsWorker } from '../../src/workers/appointments/kind.js';
 import { bearer } from '../support/fixtures.js';
@@ -8,7 +9,10 @@ import { accessToken, bearerToken, form, formHeaders, tokenPath } from './oauth-
 // Plain client mistakes and hostile bodies: always a 4xx in the documented shape (the API client
 // checks every answer against the OpenAPI document), never a 500, and a batch rejects only the
 // target that carries the bad text.
-const suite = useGatewaySuite({ workers: [appointmentsWorker], env: () => ({ BODY_READ_TIMEOUT_MS: '1000' }) });
+const suite = useGatewaySuite({
+  workers: [appointmentsWorker],
+  env: () => ({ BODY_READ_TIMEOUT_MS: '1000', AUTH_FAILURES_PER_MINUTE: '20' }),
+});
 const key = () => suite.demo.clients.all!.apiKey;
 const auth = () => bearer(key());
 
@@ -163,5 +167,21 @@ describe('bytes and shapes', () => {
     if (res instanceof Error) throw res;
     expect(res.status).toBe(408);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('request_timeout');
+  });
+});
+
+// Last in this file: it leaves this address blocked for the rest of the minute.
+describe('unauthenticated floods', () => {
+  it('answers an address past its refused-credential allowance 429 without looking keys up', async () => {
+    const randomKey = () =>
+      `cis_${randomBytes(4).toString('hex')}_${randomBytes(32).toString('base64url').slice(0, 43)}`;
+    for (let i = 0; i < 20; i++) {
+      const res = await suite.api.get('/api/v1/import-jobs', { headers: bearer(randomKey()) });
+      expect(res.status, res.text).toBe(401);
+    }
+    const blocked = await suite.api.get('/api/v1/import-jobs', { headers: bearer(randomKey()) });
+    expect(blocked.status).toBe(429);
+    expect(blocked.body.error.code).toBe('rate_limited');
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 });

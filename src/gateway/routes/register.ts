@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { unstorableReason, type TextProblem } from '../../shared/text/storable.js';
 import type { Authenticator } from '../auth/authenticate.js';
+import { createFailedAuthLimiter } from '../auth/failed-auth-limiter.js';
 import { scopeOf } from '../auth/route-scopes.js';
 import { readJsonBody } from '../http/body.js';
 import { sendJson } from '../http/negotiate.js';
@@ -19,6 +20,8 @@ export type PipelineDeps = {
   defaultRateLimitPerMinute: number;
   bodyLimitBytes: number;
   bodyReadTimeoutMs: number;
+  /** Refused credentials one address may send per minute before it is answered 429 unlooked. */
+  authFailuresPerMinute: number;
   /** Share of an operation's in-flight slots one client may hold (percent; at least one slot). */
   inFlightClientSharePercent: number;
 };
@@ -49,6 +52,7 @@ function refuseUnstorable(values: Record<string, unknown>, root: string): void {
 export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
   const slots = new InFlightSlots(deps.inFlightClientSharePercent);
+  const failedAuth = createFailedAuthLimiter(deps.authFailuresPerMinute);
   for (const route of routes) {
     const scope = scopeOf(route.method, route.path);
     if (route.auth !== 'none' && !scope)
@@ -59,9 +63,11 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       ctx.state.connectErrorStatuses = route.connectErrorStatuses;
       if (route.auth !== 'none') {
         const bearerToken = route.auth === 'accessToken';
+        await failedAuth.check(ctx.ip);
         const client = await (bearerToken ? deps.authenticateAccessToken : deps.authenticate)(
           ctx.get('authorization'),
-        ).catch((err: unknown) => {
+        ).catch(async (err: unknown) => {
+          await failedAuth.record(ctx.ip, err);
           if (bearerToken && err instanceof AppError && err.kind === 'unauthenticated') {
             // RFC 6750 §3: tell the client what to send.
             const missing = err.code === 'missing_credential';
