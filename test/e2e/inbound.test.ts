@@ -6,7 +6,13 @@ import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
 
 const suite = useGatewaySuite({
-  env: () => ({ INBOUND_BATCH_MAX_TARGETS: '50', INBOUND_BATCH_MAX_BYTES: '60000', IMPORT_JOBS_MAX_TAKE: '20' }),
+  env: () => ({
+    INBOUND_BATCH_MAX_TARGETS: '50',
+    INBOUND_BATCH_MAX_BYTES: '60000',
+    IMPORT_JOBS_MAX_TAKE: '20',
+    // One client sends 10 concurrent duplicates below: let it hold every in-flight slot.
+    IN_FLIGHT_CLIENT_SHARE_PERCENT: '100',
+  }),
   workers: [inboundWorker],
 });
 const key = () => suite.demo.clients.all!.apiKey;

@@ -147,19 +147,23 @@ describe('Kafka adapter against the real broker', () => {
     expect(dlq[0]!.value!.length).toBe(big.length);
   });
 
-  it('bounds the bytes of unsettled sends: past the bound produce fails at once', async () => {
+  it('bounds the bytes of unsettled sends, and fails fast once the broker is known down', async () => {
     // Nothing listens on port 1: sends hang in kafkajs's retries, as with a Kafka that is down.
     const down = createKafkaBus({
       brokers: ['127.0.0.1:1'],
       clientId: uniqueName('down'),
       logger: createLogger('silent', 'test'),
-      produceTimeoutMs: 300,
+      produceTimeoutMs: 2000,
       maxPendingBytes: 1000,
     });
     const message = { key: 'k', value: 'x'.repeat(800) };
-    await expect(down.produce('t', [message])).rejects.toThrow(/timed out/);
-    // Refused by the bound (not a second timeout): the first send is still retrying.
+    const first = down.produce('t', [message]);
+    // Refused by the bound while the first send is still waiting (not a second wait).
     await expect(down.produce('t', [message])).rejects.toThrow(/801 bytes of earlier sends still pending/);
+    await expect(first).rejects.toThrow(/timed out/);
+    // The timeout marked the broker down: the next send is refused without waiting.
+    expect(down.available()).toBe(false);
+    await expect(down.produce('t', [{ key: 'k', value: 'y' }])).rejects.toThrow(/the broker is unreachable/);
     await down.close();
   });
 });

@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from './database.js';
 import { createDemo, type Demo } from './fixtures.js';
 import { startTestGateway, testConfig, type TestGateway } from './gateway.js';
 import { startTestWorkers } from './workers.js';
+import { scaled } from './time-scale.js';
 import type { Config } from '../../src/shared/config.js';
 import type { RunningWorkers } from '../../src/workers/start-workers.js';
 import type { WorkerKind } from '../../src/workers/worker-kind.js';
@@ -30,7 +31,8 @@ export function useGatewaySuite(
   const suite = {} as GatewaySuite;
   beforeAll(async () => {
     suite.db = await createTestDatabase();
-    suite.pool = createPool(suite.db.url, 4, 'test');
+    // A loaded machine may keep the test's own queries waiting for a connection a while.
+    suite.pool = createPool(suite.db.url, 4, 'test', { connectionTimeoutMs: scaled(30_000) });
     // Dropping the database at the end ends idle connections that pool.end() has not closed yet.
     suite.pool.on('error', () => undefined);
     suite.config = testConfig(suite.db.url, options.env?.() ?? {});
