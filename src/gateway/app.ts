@@ -12,6 +12,7 @@ import { errorHandler } from './http/error-handler.js';
 import { requestContext } from './http/request-context.js';
 import type { GatewayState } from './http/state.js';
 import { importJobRoutes } from './import-jobs/routes.js';
+import type { BatchPreparer } from './inbound/batch-pool.js';
 import { inboundRoutes } from './inbound/routes.js';
 import { inventoryRoutes } from './inventory/routes.js';
 import { jobRoutes } from './jobs/routes.js';
@@ -31,6 +32,8 @@ export type AppDeps = {
   pool: Pool;
   /** Connections of edge transactions that wait for Kafka (see WriteDeps). */
   edgePool: Pool;
+  /** Prepares large inbound batches off the event loop. */
+  batchPreparer: BatchPreparer;
   bus: MessageBus;
   metrics: GatewayMetrics;
   accepting: () => boolean;
@@ -45,7 +48,7 @@ export function allRoutes(deps: AppDeps, oauth: OAuth = createOAuth(deps)): Rout
   const routes: RouteDefinition[] = [
     ...healthRoutes(check),
     ...inventoryRoutes(deps.pool),
-    ...inboundRoutes(deps),
+    ...inboundRoutes(deps, deps.batchPreparer),
     ...importJobRoutes(deps.pool, deps.config),
     ...jobRoutes(deps),
     ...routeSuggestionRoutes(deps.pool, deps.config),

@@ -5,6 +5,7 @@ import { createKafkaBus } from '../shared/kafka/bus.js';
 import { allTopics } from '../shared/kafka/topics.js';
 import type { Logger } from '../shared/logger.js';
 import { createApp } from './app.js';
+import { createBatchPreparer } from './inbound/batch-pool.js';
 import { createGatewayMetrics } from './ops/metrics.js';
 import type { RouteDefinition } from './routes/route-definition.js';
 
@@ -33,7 +34,21 @@ export async function startGateway(
   });
   bus.declareTopics(allTopics(config));
   let accepting = true;
-  const app = createApp({ config, logger, pool, edgePool, bus, metrics, accepting: () => accepting, extraRoutes });
+  const batchPreparer = createBatchPreparer(
+    { maxTargets: config.inboundBatchMaxTargets, chunkMaxBytes: config.inboundChunkMaxBytes },
+    config.inboundParseThreads,
+  );
+  const app = createApp({
+    config,
+    logger,
+    pool,
+    edgePool,
+    batchPreparer,
+    bus,
+    metrics,
+    accepting: () => accepting,
+    extraRoutes,
+  });
   const server = app.listen(config.port, config.host);
   // Longer than any client's idle keep-alive (undici: 4 s, load balancers: 60 s), so a client
   // never reuses a connection the server is closing at that moment (ECONNRESET).
@@ -57,7 +72,7 @@ export async function startGateway(
         server.closeIdleConnections();
       });
       await bus.close();
-      await Promise.all([pool.end(), edgePool.end()]);
+      await Promise.all([pool.end(), edgePool.end(), batchPreparer.close()]);
     },
   };
 }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 // Every environment variable the processes read, with its default. The README's
@@ -42,6 +43,7 @@ const configSchema = z
     INBOUND_BATCH_MAX_BYTES: int(16 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     INBOUND_CHUNK_MAX_BYTES: int(512 * 1024, 4096, 3 * 1024 * 1024),
     INBOUND_MAX_IN_FLIGHT: int(16, 1, 10_000),
+    INBOUND_PARSE_THREADS: int(Math.max(1, availableParallelism() - 1), 1, 64),
     IMPORT_JOBS_MAX_TAKE: int(200, 1, 10_000),
     ORPHAN_GRACE_MS: int(30_000, 0, 3_600_000),
     ROUTE_SUGGESTION_MAX_IN_FLIGHT: int(2, 1, 64),
@@ -114,6 +116,8 @@ export type Config = {
   /** Targets are cut into Kafka messages of at most this many bytes. */
   inboundChunkMaxBytes: number;
   inboundMaxInFlight: number;
+  /** Worker threads that parse and validate large inbound batches off the event loop. */
+  inboundParseThreads: number;
   importJobsMaxTake: number;
   /** How long a worker waits for the edge record a message names before dropping it as an orphan. */
   orphanGraceMs: number;
@@ -190,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inboundBatchMaxBytes: c.INBOUND_BATCH_MAX_BYTES,
     inboundChunkMaxBytes: c.INBOUND_CHUNK_MAX_BYTES,
     inboundMaxInFlight: c.INBOUND_MAX_IN_FLIGHT,
+    inboundParseThreads: c.INBOUND_PARSE_THREADS,
     importJobsMaxTake: c.IMPORT_JOBS_MAX_TAKE,
     orphanGraceMs: c.ORPHAN_GRACE_MS,
     routeSuggestionMaxInFlight: c.ROUTE_SUGGESTION_MAX_IN_FLIGHT,

@@ -1,25 +1,17 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { AppError } from '../../shared/errors.js';
-import { findUnstorableText, type TextProblem } from '../../shared/text/storable.js';
-import { checkJsonShape } from './json-shape.js';
+import { findUnstorableText } from '../../shared/text/storable.js';
+import { parseJsonBytes, type ParsedJson } from './json-text.js';
 
 export const acceptedRequestMediaTypes = ['application/json', 'text/json', 'application/*+json'] as const;
 /** Taken only by routes that list it in requestMediaTypes (the OAuth token endpoint). */
 export const formMediaType = 'application/x-www-form-urlencoded';
 
-export type JsonBody = {
-  value: unknown;
-  /** Strings (keys or values) PostgreSQL could not store, with their paths; usually empty. */
-  unstorable: TextProblem[];
-};
-
 function hasBody(ctx: Context): boolean {
   const length = ctx.get('content-length');
   return ctx.get('transfer-encoding') !== '' || (length !== '' && length !== '0');
 }
-
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /** The whole body as bytes, within limitBytes and deadlineMs (413 / 408 beyond). */
 async function readBytes(ctx: Context, limitBytes: number, deadlineMs: number): Promise<Buffer> {
@@ -55,20 +47,8 @@ async function readBytes(ctx: Context, limitBytes: number, deadlineMs: number): 
   }
 }
 
-/**
- * Reads and parses a JSON body: 415 for another media type, 413 past the limit, 408 when it does
- * not arrive within deadlineMs, 400 invalid_json for bytes that are not UTF-8 or text that is not
- * JSON, 400 validation_failed for a shape past the limits (json-shape.ts). A missing body parses
- * as undefined. A route may take other media types; a form body (formMediaType) parses to an
- * object of its parameters, a repeated parameter to an array of its values.
- */
-export async function readJsonBody(
-  ctx: Context,
-  limitBytes: number,
-  deadlineMs: number,
-  mediaTypes: readonly string[] = acceptedRequestMediaTypes,
-): Promise<JsonBody> {
-  if (!hasBody(ctx)) return { value: undefined, unstorable: [] };
+/** 415 unless the request is of one of mediaTypes, in UTF-8. */
+function checkMediaType(ctx: Context, mediaTypes: readonly string[]): void {
   if (!ctx.is(...mediaTypes)) {
     throw new AppError(
       'unsupported_media_type',
@@ -79,26 +59,49 @@ export async function readJsonBody(
   if (charset && !/^utf-?8$/i.test(charset)) {
     throw new AppError('unsupported_media_type', 'Only UTF-8 JSON bodies are supported.');
   }
+}
+
+/**
+ * The body's bytes, unparsed, for routes that parse it themselves (off the event loop): 415, 413
+ * and 408 as readJsonBody; an absent body is an empty buffer.
+ */
+export async function readRawBody(
+  ctx: Context,
+  limitBytes: number,
+  deadlineMs: number,
+  mediaTypes: readonly string[] = acceptedRequestMediaTypes,
+): Promise<Buffer> {
+  if (!hasBody(ctx)) return Buffer.alloc(0);
+  checkMediaType(ctx, mediaTypes);
+  return readBytes(ctx, limitBytes, deadlineMs);
+}
+
+/**
+ * Reads and parses a JSON body: 415 for another media type, 413 past the limit, 408 when it does
+ * not arrive within deadlineMs, and parseJsonBytes's 400s. A missing body parses as undefined.
+ * A route may take other media types; a form body (formMediaType) parses to an object of its
+ * parameters, a repeated parameter to an array of its values.
+ */
+export async function readJsonBody(
+  ctx: Context,
+  limitBytes: number,
+  deadlineMs: number,
+  mediaTypes: readonly string[] = acceptedRequestMediaTypes,
+): Promise<ParsedJson> {
+  if (!hasBody(ctx)) return { value: undefined, unstorable: [] };
+  checkMediaType(ctx, mediaTypes);
   const bytes = await readBytes(ctx, limitBytes, deadlineMs);
-  let text: string;
-  try {
-    text = strictUtf8.decode(bytes);
-  } catch {
-    throw new AppError('invalid_json', 'The body is not valid UTF-8.');
-  }
-  if (text.trim() === '') return { value: undefined, unstorable: [] };
   if (ctx.is(formMediaType)) {
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      throw new AppError('invalid_json', 'The body is not valid UTF-8.');
+    }
     const value = parseForm(text);
     return { value, unstorable: findUnstorableText(value) };
   }
-  const { suspectEscapes } = checkJsonShape(text);
-  let value: unknown;
-  try {
-    value = JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new AppError('invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
-  }
-  return { value, unstorable: suspectEscapes ? findUnstorableText(value) : [] };
+  return parseJsonBytes(bytes);
 }
 
 function parseForm(text: string): Record<string, string | string[]> {

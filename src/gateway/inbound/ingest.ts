@@ -4,19 +4,15 @@ import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
 import { toImportJobDto } from '../import-jobs/store.js';
 import type { ImportJobDto } from '../import-jobs/schemas.js';
-import { chunkMessages, cutIntoChunks } from './chunks.js';
+import { chunkMessages } from './chunks.js';
 import { findImportJobByKey, insertImportJob } from './store.js';
-import type { ValidatedTargets } from './validate-targets.js';
+import type { PreparedBatch } from './prepare-batch.js';
 
-export type IngestRequest = {
+/** A validated request, its accepted targets already serialised and cut into chunks. */
+export type IngestRequest = PreparedBatch & {
   kind: 'Single' | 'Batch';
-  sourceSystem: string;
-  externalBatchId: string | null;
   /** Idempotency-Key header, else externalBatchId, namespaced so the two never collide. */
   idempotencyKey: string | null;
-  requestHash: Buffer;
-  received: number;
-  targets: ValidatedTargets;
 };
 
 export type IngestResult = ImportJobDto & { idempotentReplay: boolean };
@@ -28,7 +24,7 @@ export function ingestTargets(
   ids: { requestId: string; correlationId: string },
   req: IngestRequest,
 ): Promise<IngestResult> {
-  const chunks = cutIntoChunks(req.targets.accepted, deps.config.inboundChunkMaxBytes);
+  const { chunks } = req;
   return recordThenProduce<IngestResult>(deps, async (tx) => {
     const row = await insertImportJob(tx, {
       tenantId: client.tenantId,
@@ -39,11 +35,11 @@ export function ingestTargets(
       idempotencyKey: req.idempotencyKey,
       requestHash: req.requestHash,
       received: req.received,
-      accepted: req.targets.accepted.length,
-      rejected: req.targets.rejectedCount,
+      accepted: req.accepted,
+      rejected: req.rejectedCount,
       chunkCount: chunks.length,
-      errors: req.targets.errors,
-      errorsOmitted: req.targets.errorsOmitted,
+      errors: req.errors,
+      errorsOmitted: req.errorsOmitted,
     });
     if (!row) {
       const existing = (await findImportJobByKey(tx, client.clientId, req.idempotencyKey!))!;

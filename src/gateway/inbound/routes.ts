@@ -1,12 +1,12 @@
-import { AppError } from '../../shared/errors.js';
-import { inboundTargetSchema, targetItemSchema } from '../../shared/inbound/target-schema.js';
+import { inboundTargetSchema } from '../../shared/inbound/target-schema.js';
 import { requestHash } from '../../shared/request-hash.js';
 import { idempotencyKeyOf } from '../http/idempotency-key.js';
 import { parseOrThrow } from '../http/validate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { ingestTargets, type IngestRequest } from './ingest.js';
-import { batchEnvelopeSchema, inboundImportResultSchema, inboundTargetBatchSchema } from './schemas.js';
-import { validateTargets } from './validate-targets.js';
+import type { BatchPreparer } from './batch-pool.js';
+import { cutIntoChunks } from './chunks.js';
+import { inboundImportResultSchema, inboundTargetBatchSchema } from './schemas.js';
 import type { WriteDeps } from '../edge/record-then-produce.js';
 
 type Deps = WriteDeps;
@@ -30,7 +30,7 @@ const responses = {
   },
 };
 
-export function inboundRoutes(deps: Deps): RouteDefinition[] {
+export function inboundRoutes(deps: Deps, batches: BatchPreparer): RouteDefinition[] {
   const { config } = deps;
   return [
     defineRoute({
@@ -54,7 +54,11 @@ export function inboundRoutes(deps: Deps): RouteDefinition[] {
           idempotencyKey: null,
           requestHash: requestHash(raw),
           received: 1,
-          targets: { accepted: [{ index: 0, target: fields }], rejectedCount: 0, errors: [], errorsOmitted: 0 },
+          accepted: 1,
+          rejectedCount: 0,
+          errors: [],
+          errorsOmitted: 0,
+          chunks: cutIntoChunks([{ index: 0, target: fields }], config.inboundChunkMaxBytes),
         };
       },
       responses,
@@ -81,28 +85,12 @@ export function inboundRoutes(deps: Deps): RouteDefinition[] {
       errorStatuses: [409, 413],
       maxInFlight: config.inboundMaxInFlight,
       inFlightGroup: 'inbound',
-      itemsField: 'targets',
-      parseBody(raw, { unstorableItems }): IngestRequest {
-        const count = (raw as { targets?: unknown } | null)?.targets;
-        if (Array.isArray(count) && count.length > config.inboundBatchMaxTargets) {
-          throw new AppError(
-            'payload_too_large',
-            `A batch holds at most ${config.inboundBatchMaxTargets} targets; this one has ${count.length}.`,
-            null,
-            { maxTargets: config.inboundBatchMaxTargets, targets: count.length },
-          );
-        }
-        const batch = parseOrThrow(batchEnvelopeSchema, raw, 'body');
-        return {
-          kind: 'Batch',
-          sourceSystem: batch.sourceSystem,
-          externalBatchId: batch.externalBatchId ?? null,
-          idempotencyKey: null,
-          requestHash: requestHash(raw),
-          received: batch.targets.length,
-          targets: validateTargets(batch.targets, targetItemSchema, 'targets', unstorableItems),
-        };
-      },
+      // Parsed, validated and serialised off the event loop when large (batch-pool.ts).
+      parseRawBody: async (bytes): Promise<IngestRequest> => ({
+        kind: 'Batch',
+        idempotencyKey: null,
+        ...(await batches.prepare(bytes)),
+      }),
       responses,
       async handler({ body, client, header, requestId, correlationId }) {
         const req = { ...body, idempotencyKey: idempotencyKey(header('idempotency-key'), body.externalBatchId) };

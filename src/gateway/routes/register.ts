@@ -1,10 +1,11 @@
 import Router from '@koa/router';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
-import { unstorableReason, type TextProblem } from '../../shared/text/storable.js';
+import { unstorableReason } from '../../shared/text/storable.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { createFailedAuthLimiter } from '../auth/failed-auth-limiter.js';
 import { scopeOf } from '../auth/route-scopes.js';
-import { readJsonBody } from '../http/body.js';
+import { readJsonBody, readRawBody } from '../http/body.js';
+import { splitByItem } from '../http/json-text.js';
 import { sendJson } from '../http/negotiate.js';
 import type { GatewayContext, GatewayState } from '../http/state.js';
 import { fieldName, parseOrThrow } from '../http/validate.js';
@@ -113,7 +114,10 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     const params = route.params ? parseOrThrow(route.params, ctx.params, 'path') : undefined;
     const query = route.query ? parseOrThrow(route.query, ctx.query, 'query') : undefined;
     let body: unknown;
-    if (route.body || route.parseBody) {
+    if (route.parseRawBody) {
+      const bytes = await readRawBody(ctx, route.bodyLimitBytes ?? deps.bodyLimitBytes, deps.bodyReadTimeoutMs);
+      body = await route.parseRawBody(bytes);
+    } else if (route.body || route.parseBody) {
       const raw = await readJsonBody(
         ctx,
         route.bodyLimitBytes ?? deps.bodyLimitBytes,
@@ -159,19 +163,4 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       sendJson(ctx, result.status, result.body);
     }
   }
-}
-
-/** Problems inside items of a partially accepted array (by item index), and the others. */
-function splitByItem(problems: TextProblem[], itemsField: string | undefined) {
-  const items = new Map<number, TextProblem[]>();
-  const elsewhere: TextProblem[] = [];
-  for (const p of problems) {
-    const [field, index, ...rest] = p.path;
-    if (itemsField !== undefined && field === itemsField && typeof index === 'number') {
-      items.set(index, [...(items.get(index) ?? []), { path: rest, message: p.message }]);
-    } else {
-      elsewhere.push(p);
-    }
-  }
-  return { items, elsewhere };
 }

@@ -62,6 +62,11 @@ export type RouteDefinition<
   /** Validates the raw JSON body itself (e.g. item by item), instead of `body`. */
   parseBody?: (raw: unknown, context: ParseContext) => BO;
   /**
+   * Parses the body's bytes itself (e.g. off the event loop), instead of `body`/`parseBody`;
+   * the route still documents `body`.
+   */
+  parseRawBody?: (bytes: Buffer) => Promise<BO>;
+  /**
    * The array field whose items are accepted one by one (partial acceptance): unstorable text
    * inside item i rejects item i alone (see ParseContext), not the request.
    */

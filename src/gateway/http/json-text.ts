@@ -1,0 +1,49 @@
+import { AppError } from '../../shared/errors.js';
+import { findUnstorableText, type TextProblem } from '../../shared/text/storable.js';
+import { checkJsonShape } from './json-shape.js';
+
+export type ParsedJson = {
+  value: unknown;
+  /** Strings (keys or values) PostgreSQL could not store, with their paths; usually empty. */
+  unstorable: TextProblem[];
+};
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Body bytes to a JSON value, without Koa (also run in worker threads): 400 invalid_json for
+ * bytes that are not UTF-8 or text that is not JSON, 400 validation_failed for a shape past the
+ * limits (json-shape.ts). Empty text is undefined.
+ */
+export function parseJsonBytes(bytes: Uint8Array): ParsedJson {
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    throw new AppError('invalid_json', 'The body is not valid UTF-8.');
+  }
+  if (text.trim() === '') return { value: undefined, unstorable: [] };
+  const { suspectEscapes } = checkJsonShape(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new AppError('invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
+  }
+  return { value, unstorable: suspectEscapes ? findUnstorableText(value) : [] };
+}
+
+/** Problems inside items of a partially accepted array (by item index), and the others. */
+export function splitByItem(problems: readonly TextProblem[], itemsField: string | undefined) {
+  const items = new Map<number, TextProblem[]>();
+  const elsewhere: TextProblem[] = [];
+  for (const p of problems) {
+    const [field, index, ...rest] = p.path;
+    if (itemsField !== undefined && field === itemsField && typeof index === 'number') {
+      items.set(index, [...(items.get(index) ?? []), { path: rest, message: p.message }]);
+    } else {
+      elsewhere.push(p);
+    }
+  }
+  return { items, elsewhere };
+}

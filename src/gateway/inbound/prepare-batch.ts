@@ -1,0 +1,61 @@
+import { AppError, type FieldErrors } from '../../shared/errors.js';
+import { targetItemSchema } from '../../shared/inbound/target-schema.js';
+import { requestHash } from '../../shared/request-hash.js';
+import { parseJsonBytes, splitByItem } from '../http/json-text.js';
+import { fieldName, parseOrThrow } from '../http/validate.js';
+import { cutIntoChunks } from './chunks.js';
+import { batchEnvelopeSchema } from './schemas.js';
+import { validateTargets } from './validate-targets.js';
+
+export type BatchLimits = { maxTargets: number; chunkMaxBytes: number };
+
+/** A batch ready to record and produce: only strings and numbers, cheap to pass between threads. */
+export type PreparedBatch = {
+  sourceSystem: string;
+  externalBatchId: string | null;
+  requestHash: Buffer;
+  received: number;
+  accepted: number;
+  rejectedCount: number;
+  errors: { index: number; externalId: string | null; field: string | null; message: string }[];
+  errorsOmitted: number;
+  /** The accepted targets' JSON texts, cut into Kafka-sized chunks (see cutIntoChunks). */
+  chunks: string[][];
+};
+
+/**
+ * Everything the gateway does to a batch body before it touches PostgreSQL or Kafka: decode,
+ * bound, parse, validate target by target (partial acceptance), fingerprint and serialise into
+ * chunks. Pure and CPU-bound, so large batches run it in a worker thread (batch-pool.ts).
+ */
+export function prepareBatch(bytes: Uint8Array, limits: BatchLimits): PreparedBatch {
+  const { value: raw, unstorable } = parseJsonBytes(bytes);
+  const { items, elsewhere } = splitByItem(unstorable, 'targets');
+  if (elsewhere.length > 0) {
+    const errors: FieldErrors = Object.create(null);
+    for (const p of elsewhere) (errors[fieldName(['body', ...p.path])] ??= []).push(p.message);
+    throw new AppError('validation_failed', 'The request body is invalid.', errors);
+  }
+  const count = (raw as { targets?: unknown } | null)?.targets;
+  if (Array.isArray(count) && count.length > limits.maxTargets) {
+    throw new AppError(
+      'payload_too_large',
+      `A batch holds at most ${limits.maxTargets} targets; this one has ${count.length}.`,
+      null,
+      { maxTargets: limits.maxTargets, targets: count.length },
+    );
+  }
+  const batch = parseOrThrow(batchEnvelopeSchema, raw, 'body');
+  const targets = validateTargets(batch.targets, targetItemSchema, 'targets', items);
+  return {
+    sourceSystem: batch.sourceSystem,
+    externalBatchId: batch.externalBatchId ?? null,
+    requestHash: requestHash(raw),
+    received: batch.targets.length,
+    accepted: targets.accepted.length,
+    rejectedCount: targets.rejectedCount,
+    errors: targets.errors,
+    errorsOmitted: targets.errorsOmitted,
+    chunks: cutIntoChunks(targets.accepted, limits.chunkMaxBytes),
+  };
+}
