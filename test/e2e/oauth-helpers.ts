@@ -1,9 +1,16 @@
 // Helpers of the /connect/v1 tests (oauth*.test.ts, appointment*.test.ts): getting access tokens
 // the way a client does, and minting tokens with the gateway's own stored key for negative cases.
-import { createPrivateKey, randomUUID } from 'node:crypto';
+import { createPrivateKey, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { SignJWT, type JWTPayload } from 'jose';
+import { decryptPrivateKey, parseKeyEncryptionKey } from '../../src/gateway/oauth/key-encryption.js';
 import type { Pool } from '../../src/shared/db/pool.js';
 import type { ApiClient } from '../support/api-client.js';
+
+/**
+ * OAUTH_KEY_ENCRYPTION_KEY of the gateways of a test file that mints tokens with the stored key
+ * (made up per test process: no secret of any real deployment).
+ */
+export const testKeyEncryptionKey = randomBytes(32).toString('base64');
 
 export const tokenPath = '/connect/v1/oauth/token';
 export const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -39,7 +46,31 @@ export async function accessToken(api: ApiClient, client: { clientId: string; ap
 
 export const bearerToken = (token: string) => ({ authorization: `Bearer ${token}` });
 
-/** Signs a token with the gateway's newest stored key (or another key), with claims and header to override. */
+/**
+ * The newest shared signing key, decrypted with the encryption key the gateway was given (as an
+ * attacker holding both the database and that key could).
+ */
+export async function storedSigningKey(
+  pool: Pool,
+  encryptionKey = testKeyEncryptionKey,
+): Promise<{ kid: string; privateKey: KeyObject }> {
+  const { rows } = await pool.query(
+    `SELECT kid, private_key_encrypted FROM oauth_signing_keys
+      WHERE private_key_encrypted IS NOT NULL AND signs_until IS NULL ORDER BY created_at DESC LIMIT 1`,
+  );
+  if (!rows[0]) throw new Error('no shared signing key stored (is OAUTH_KEY_ENCRYPTION_KEY set?)');
+  const der = decryptPrivateKey(
+    parseKeyEncryptionKey(encryptionKey, 'test key'),
+    rows[0].kid,
+    rows[0].private_key_encrypted,
+  );
+  return { kid: rows[0].kid, privateKey: createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }) };
+}
+
+/**
+ * Signs a token with the gateway's newest stored key (decrypted with testKeyEncryptionKey) or
+ * another key, with claims and header to override.
+ */
 export async function mintToken(
   pool: Pool,
   clientId: string,
@@ -51,13 +82,9 @@ export async function mintToken(
     key?: { kid: string; pem: string };
   } = {},
 ): Promise<string> {
-  let key = options.key;
-  if (!key) {
-    const { rows } = await pool.query(
-      `SELECT kid, private_pkcs8 FROM oauth_signing_keys WHERE private_pkcs8 IS NOT NULL ORDER BY created_at DESC LIMIT 1`,
-    );
-    key = { kid: rows[0].kid, pem: rows[0].private_pkcs8 };
-  }
+  const key = options.key
+    ? { kid: options.key.kid, privateKey: createPrivateKey(options.key.pem) }
+    : await storedSigningKey(pool);
   const now = Math.floor(Date.now() / 1000);
   return new SignJWT({
     iss: 'urn:connect-integration',
@@ -71,5 +98,5 @@ export async function mintToken(
     ...options.claims,
   })
     .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'at+jwt', ...options.header })
-    .sign(createPrivateKey(key.pem));
+    .sign(key.privateKey);
 }

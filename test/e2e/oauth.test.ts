@@ -16,10 +16,13 @@ import {
   formHeaders,
   mintToken,
   requestToken,
+  testKeyEncryptionKey,
   tokenPath,
 } from './oauth-helpers.js';
 
-const suite = useGatewaySuite();
+// One shared signing key, stored encrypted, that the negative cases mint tokens with.
+const withKey = { OAUTH_KEY_ENCRYPTION_KEY: testKeyEncryptionKey };
+const suite = useGatewaySuite({ env: () => withKey });
 const jwksPath = '/connect/v1/.well-known/jwks.json';
 const probePath = '/connect/v1/appointment-requests/apr_01JD2Z8K3M4N5P6Q7R8S9T0V1W';
 const all = () => suite.demo.clients.all!;
@@ -291,7 +294,7 @@ describe('access tokens on /connect/v1', () => {
 
 describe('signing keys', () => {
   it('are shared by gateway replicas through PostgreSQL', async () => {
-    const second = await startTestGateway(testConfig(suite.db.url));
+    const second = await startTestGateway(testConfig(suite.db.url, withKey));
     otherGateways.push(second);
     const api2 = await createApiClient(second.url);
     const token = await accessToken(suite.api, all());

@@ -23,14 +23,24 @@ const invalid = (message: string) => new AppError('invalid_token', message);
  * Integration Client still exists (looked up, cached for AUTH_CACHE_TTL_MS). The token's scopes
  * are the ones it was issued with; a key revoked after issuance stops minting new tokens, and the
  * short token lifetime bounds how long an issued one lives.
+ *
+ * That lifetime is enforced here too, not only trusted to the issuer: iat is required and not in
+ * the future, the token is at most OAUTH_TOKEN_TTL_SECONDS old (jose's maxTokenAge) and exp - iat
+ * is at most OAUTH_TOKEN_TTL_SECONDS (each with clockToleranceSeconds). So a token minted with a
+ * signing key outside the token endpoint cannot live longer than the ones the endpoint issues.
  */
 export function createAccessTokenAuthenticator(
   pool: Pool,
   keys: SigningKeys,
-  config: Pick<Config, 'oauthIssuer' | 'oauthAudience' | 'authCacheTtlMs'>,
+  config: Pick<Config, 'oauthIssuer' | 'oauthAudience' | 'authCacheTtlMs' | 'oauthTokenTtlSeconds'>,
   now: () => number = Date.now,
 ): Authenticator {
   const clients = new Map<string, { row: ClientRow; fetchedAt: number }>();
+  const maxLifetimeSeconds = config.oauthTokenTtlSeconds + clockToleranceSeconds;
+  const livesTooLong = (p: JWTPayload | undefined) =>
+    typeof p?.exp === 'number' && typeof p.iat === 'number' && p.exp - p.iat > maxLifetimeSeconds;
+  const tooLong = () =>
+    invalid(`The access token lives longer than this service issues tokens for (${config.oauthTokenTtlSeconds} s).`);
 
   async function client(clientId: string): Promise<ClientRow> {
     const hit = clients.get(clientId);
@@ -67,14 +77,22 @@ export function createAccessTokenAuthenticator(
           typ: 'at+jwt',
           algorithms: ['ES256', 'EdDSA'],
           clockTolerance: clockToleranceSeconds,
+          // iat present, not after now + tolerance, and not older than the lifetime + tolerance.
+          maxTokenAge: config.oauthTokenTtlSeconds,
           requiredClaims: ['exp', 'iat', 'sub', 'jti', 'client_id', 'scope'],
           currentDate: new Date(now()),
         },
       );
+      if (livesTooLong(payload)) throw tooLong();
       return payload;
     } catch (err) {
       if (err instanceof AppError) throw err;
-      if (err instanceof errors.JWTExpired) throw new AppError('expired_token', 'The access token has expired.');
+      if (err instanceof errors.JWTExpired) {
+        // Older than the lifetime but exp still ahead: a token no endpoint of ours issued. (The
+        // signature was verified before the claims: the payload is the signer's.)
+        if (err.claim === 'iat' && livesTooLong(err.payload)) throw tooLong();
+        throw new AppError('expired_token', 'The access token has expired.');
+      }
       if (err instanceof errors.JWTClaimValidationFailed) {
         throw invalid(`The access token is not valid here (${err.claim} claim).`);
       }

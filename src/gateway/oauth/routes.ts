@@ -1,21 +1,39 @@
+import { z } from 'zod';
 import type { Config } from '../../shared/config.js';
 import { formMediaType } from '../http/body.js';
-import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
+import { defineRoute, type HandlerInput, type RouteDefinition } from '../routes/route-definition.js';
 import { clockToleranceSeconds } from './access-token-authenticator.js';
 import { jwkSetSchema, oauthErrorSchema, tokenRequestSchema, tokenResponseSchema } from './schemas.js';
 import { tokenScopes } from './scopes.js';
 import type { SigningKeys } from './signing-keys.js';
 import { OAuthError, type TokenIssuer } from './token-issuer.js';
+import { throttleWindowSeconds, type TokenThrottle } from './token-throttle.js';
 
 export const tokenPath = '/connect/v1/oauth/token';
 export const jwksPath = '/connect/v1/.well-known/jwks.json';
 
 const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
+/**
+ * The request's source address (the TCP peer, never a forwarded header), when the pipeline hands
+ * it to handlers; without it the token endpoint throttles per client only.
+ */
+const remoteAddressOf = (input: HandlerInput<unknown, unknown, unknown>): string | undefined => {
+  const address = (input as { remoteAddress?: unknown }).remoteAddress;
+  return typeof address === 'string' && address !== '' ? address : undefined;
+};
+
 /** The token endpoint and the JWKS: no bearer token (the token endpoint authenticates the client itself). */
 export function oauthRoutes(
-  deps: { issue: TokenIssuer; keys: SigningKeys },
-  config: Pick<Config, 'oauthIssuer' | 'oauthAudience' | 'oauthTokenTtlSeconds'>,
+  deps: { issue: TokenIssuer; keys: SigningKeys; throttle: Pick<TokenThrottle, 'address'> },
+  config: Pick<
+    Config,
+    | 'oauthIssuer'
+    | 'oauthAudience'
+    | 'oauthTokenTtlSeconds'
+    | 'oauthTokenClientLimitPerMinute'
+    | 'oauthTokenAddressLimitPerMinute'
+  >,
 ): RouteDefinition[] {
   return [
     defineRoute({
@@ -32,8 +50,11 @@ export function oauthRoutes(
         `sub and client_id = the client id, scope, iat, exp (${config.oauthTokenTtlSeconds} s later) and jti; its ` +
         `verification keys are at ${jwksPath}. It carries the API key's appointment scopes ` +
         `(${tokenScopes.join(', ')}) or the subset asked for; a key with none gets invalid_scope. Errors are RFC 6749 ` +
-        '§5.2 bodies (OAuthErrorResponse) for 400 and 401; 413, 415, 500 and 503 use the standard shape. Not rate ' +
-        'limited (the client is not known before the secret is checked; secrets are 256-bit keys). ' +
+        '§5.2 bodies (OAuthErrorResponse) for 400, 401 and 429; 413, 415, 500 and 503 use the standard shape. ' +
+        `Throttled per gateway replica: ${config.oauthTokenAddressLimitPerMinute} requests per ` +
+        `${throttleWindowSeconds} s from one source address (IPv6: per /64), and ` +
+        `${config.oauthTokenClientLimitPerMinute} per ${throttleWindowSeconds} s that authenticate as one client; ` +
+        'beyond, 429 slow_down with Retry-After. A token is meant to be kept until it expires. ' +
         'Revoking the API key stops new tokens at once; tokens already issued stay valid until they expire.',
       tag: 'OAuth',
       auth: 'none',
@@ -46,7 +67,9 @@ export function oauthRoutes(
       errorDescriptions: {
         413: 'The body exceeds 8192 bytes (payload_too_large, standard shape).',
         415: 'The body is not application/x-www-form-urlencoded (unsupported_media_type, standard shape).',
-        503: 'The credential or signing-key store (PostgreSQL) is unavailable (service_unavailable, standard shape).',
+        503:
+          'The credential or signing-key store (PostgreSQL) is unavailable, or the stored signing key does not ' +
+          'decrypt with the configured encryption key (logged) (service_unavailable, standard shape).',
       },
       responses: {
         200: {
@@ -64,10 +87,20 @@ export function oauthRoutes(
             '(RFC 6749 §5.2 body; WWW-Authenticate: Basic when Basic was used or no authentication was sent).',
           schema: oauthErrorSchema,
         },
+        429: {
+          description:
+            'slow_down: too many token requests from this source address or for this client (RFC 6749 §5.2 body, ' +
+            'the code RFC 8628 registers for token responses; not the standard shape). Retry after Retry-After seconds.',
+          schema: oauthErrorSchema,
+          headers: { 'Retry-After': z.string().meta({ description: 'Seconds to wait before asking again.' }) },
+        },
       },
       responseMediaTypes: ['application/json'],
-      async handler({ body, header }) {
+      async handler(input) {
+        const { body, header } = input;
         try {
+          const address = remoteAddressOf(input);
+          if (address !== undefined) await deps.throttle.address(address);
           const token = await deps.issue({ authorization: header('authorization'), form: body });
           return { status: 200, body: token, headers: noStore };
         } catch (err) {
@@ -78,6 +111,7 @@ export function oauthRoutes(
             headers: {
               ...noStore,
               ...(err.status === 401 && err.basicChallenge ? { 'WWW-Authenticate': 'Basic realm="connect"' } : {}),
+              ...(err.retryAfterSeconds !== undefined ? { 'Retry-After': String(err.retryAfterSeconds) } : {}),
             },
           };
         }
@@ -89,9 +123,10 @@ export function oauthRoutes(
       operationId: 'getJsonWebKeySet',
       summary: 'The public keys that verify access tokens (JWKS)',
       description:
-        'Every key whose tokens the gateway accepts, by kid (RFC 7517). Gateway replicas share their keys, so any ' +
-        `replica verifies any replica's tokens. Verifiers should allow ${clockToleranceSeconds} s of clock skew and ` +
-        'fetch the set again when they meet an unknown kid.',
+        'Every key whose tokens the gateway accepts, by kid (RFC 7517). Gateway replicas publish their keys through ' +
+        "PostgreSQL (one shared key, or one per replica), so any replica verifies any replica's tokens. Verifiers " +
+        `should allow ${clockToleranceSeconds} s of clock skew, refuse tokens whose exp - iat exceeds ${config.oauthTokenTtlSeconds} s, ` +
+        'and fetch the set again when they meet an unknown kid.',
       tag: 'OAuth',
       auth: 'none',
       errorStatuses: [503],

@@ -8,6 +8,7 @@ export const oauthErrorCodes = [
   'unauthorized_client',
   'unsupported_grant_type',
   'invalid_scope',
+  'slow_down',
 ] as const;
 export type OAuthErrorCode = (typeof oauthErrorCodes)[number];
 
@@ -23,7 +24,8 @@ export const oauthErrorSchema = z
       'Token endpoint errors follow RFC 6749 §5.2 instead of the standard shape: invalid_request (400: missing or ' +
       'repeated parameter, two client authentication methods), invalid_client (401: unknown client, wrong, revoked ' +
       'or expired secret, or no client authentication), unsupported_grant_type (400: not client_credentials), ' +
-      'invalid_scope (400: a scope the client does not have, or no appointment scope at all).',
+      'invalid_scope (400: a scope the client does not have, or no appointment scope at all), slow_down (429: too ' +
+      'many token requests from the address or for the client; see Retry-After).',
   });
 
 export const tokenRequestSchema = z

@@ -7,6 +7,7 @@ import { createAccessTokenAuthenticator } from './access-token-authenticator.js'
 import { oauthRoutes } from './routes.js';
 import { createSigningKeys, type SigningKeys } from './signing-keys.js';
 import { createTokenIssuer } from './token-issuer.js';
+import { createTokenThrottle } from './token-throttle.js';
 
 export type OAuth = {
   keys: SigningKeys;
@@ -17,16 +18,20 @@ export type OAuth = {
 
 /**
  * The gateway's OAuth 2.0 authorization server and resource-server check, in one place. The
- * signing key is loaded (or created) at once, in the background; a failure is retried on use.
+ * signing key is loaded (or created) in the background; a failure is logged and retried on use.
+ * Malformed key settings throw here, so the gateway does not start.
  */
 export function createOAuth(deps: { pool: Pool; config: Config; logger: Logger }): OAuth {
   const { pool, config, logger } = deps;
-  const keys = createSigningKeys(pool, config.oauthSigningKey, logger);
-  keys.signingKey().catch(() => undefined); // warm up at start; logged inside
-  const issue = createTokenIssuer(pool, keys, config);
+  const keys = createSigningKeys(pool, config, logger);
+  // Warm up at start (failures are logged inside). A key of this replica's own is made when first
+  // needed instead, so a gateway that keeps restarting does not fill the JWKS with unused keys.
+  if (keys.mode !== 'replica') keys.signingKey().catch(() => undefined);
+  const throttle = createTokenThrottle(config);
+  const issue = createTokenIssuer(pool, keys, config, throttle);
   return {
     keys,
     authenticate: createAccessTokenAuthenticator(pool, keys, config),
-    routes: () => oauthRoutes({ issue, keys }, config),
+    routes: () => oauthRoutes({ issue, keys, throttle }, config),
   };
 }

@@ -8,6 +8,7 @@ import { findApiKeyByHash } from '../auth/api-key-store.js';
 import type { OAuthErrorCode } from './schemas.js';
 import { isTokenScope, type TokenScope } from './scopes.js';
 import type { SigningKeys } from './signing-keys.js';
+import type { TokenThrottle } from './token-throttle.js';
 
 export type TokenRequest = {
   /** The Authorization header (HTTP Basic client authentication), or ''. */
@@ -24,11 +25,13 @@ export class OAuthError extends Error {
     readonly description: string,
     /** invalid_client with HTTP Basic: answer 401 with WWW-Authenticate: Basic. */
     readonly basicChallenge = false,
+    /** slow_down: seconds until the client may ask again (Retry-After). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(description);
   }
   get status(): number {
-    return this.error === 'invalid_client' ? 401 : 400;
+    return this.error === 'invalid_client' ? 401 : this.error === 'slow_down' ? 429 : 400;
   }
 }
 
@@ -78,12 +81,14 @@ function clientCredentials(req: TokenRequest): Credentials {
 /**
  * The client credentials grant (RFC 6749 §4.4): the client id is the Integration Client's id and
  * the secret one of its API keys (not revoked, not expired). The token carries the key's
- * appointment scopes, or the subset asked for.
+ * appointment scopes, or the subset asked for. Each request that authenticates counts against the
+ * client's throttle (429 slow_down beyond); failed authentications count only per address.
  */
 export function createTokenIssuer(
   pool: Pool,
   keys: SigningKeys,
   config: Pick<Config, 'oauthIssuer' | 'oauthAudience' | 'oauthTokenTtlSeconds'>,
+  throttle: Pick<TokenThrottle, 'client'>,
   now: () => number = Date.now,
 ) {
   return async function issue(req: TokenRequest): Promise<TokenResponse> {
@@ -113,6 +118,7 @@ export function createTokenIssuer(
     if (record.expiresAt && record.expiresAt.getTime() <= now()) {
       throw bad('The API key used as client secret has expired.');
     }
+    await throttle.client(record.clientId);
     if (grantType !== 'client_credentials') {
       throw new OAuthError('unsupported_grant_type', 'Only grant_type=client_credentials is supported.');
     }
