@@ -339,7 +339,7 @@ describe('the token endpoint throttle', () => {
 
   // Needs the request pipeline to pass the TCP peer address to handlers (`remoteAddress: ctx.ip`
   // in HandlerInput, src/gateway/routes/register.ts), which is outside this change; see the report.
-  it.skip('throttles per source address over HTTP', async () => {
+  it('throttles per source address over HTTP', async () => {
     const byAddress = await gateway({ OAUTH_KEY_ENCRYPTION_KEY: kek, OAUTH_TOKEN_ADDRESS_LIMIT_PER_MINUTE: '2' });
     expect((await requestToken(byAddress.api, all())).status).toBe(200);
     const bad = await byAddress.api.post(tokenPath, {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Config } from '../../shared/config.js';
 import { formMediaType } from '../http/body.js';
-import { defineRoute, type HandlerInput, type RouteDefinition } from '../routes/route-definition.js';
+import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { clockToleranceSeconds } from './access-token-authenticator.js';
 import { jwkSetSchema, oauthErrorSchema, tokenRequestSchema, tokenResponseSchema } from './schemas.js';
 import { tokenScopes } from './scopes.js';
@@ -13,15 +13,6 @@ export const tokenPath = '/connect/v1/oauth/token';
 export const jwksPath = '/connect/v1/.well-known/jwks.json';
 
 const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
-
-/**
- * The request's source address (the TCP peer, never a forwarded header), when the pipeline hands
- * it to handlers; without it the token endpoint throttles per client only.
- */
-const remoteAddressOf = (input: HandlerInput<unknown, unknown, unknown>): string | undefined => {
-  const address = (input as { remoteAddress?: unknown }).remoteAddress;
-  return typeof address === 'string' && address !== '' ? address : undefined;
-};
 
 /** The token endpoint and the JWKS: no bearer token (the token endpoint authenticates the client itself). */
 export function oauthRoutes(
@@ -96,11 +87,9 @@ export function oauthRoutes(
         },
       },
       responseMediaTypes: ['application/json'],
-      async handler(input) {
-        const { body, header } = input;
+      async handler({ body, header, remoteAddress }) {
         try {
-          const address = remoteAddressOf(input);
-          if (address !== undefined) await deps.throttle.address(address);
+          await deps.throttle.address(remoteAddress);
           const token = await deps.issue({ authorization: header('authorization'), form: body });
           return { status: 200, body: token, headers: noStore };
         } catch (err) {

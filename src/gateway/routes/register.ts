@@ -154,6 +154,7 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       requestId: ctx.state.requestId,
       correlationId: ctx.state.correlationId,
       header: (name) => ctx.get(name),
+      remoteAddress: ctx.ip,
     });
     if (result.headers) ctx.set(result.headers);
     if (typeof result.body === 'string') {

@@ -19,6 +19,8 @@ export type HandlerInput<P, Q, B> = {
   requestId: string;
   correlationId: string;
   header(name: string): string;
+  /** The TCP peer's address (ctx.ip; the app trusts no forwarded headers). */
+  remoteAddress: string;
   /** Aborted when the client goes away before the answer is sent: stop long work then. */
   signal: AbortSignal;
 };
