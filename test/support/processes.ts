@@ -11,31 +11,91 @@ export const processEnv = (config: Config, extra: Record<string, string> = {}): 
   ...extra,
 });
 
-/** A real worker runner process (`src/workers/runner.ts` under tsx), for crash tests. */
-export function spawnWorkers(config: Config, kinds: string, extra: Record<string, string> = {}) {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/workers/runner.ts'], {
-    env: processEnv(config, { WORKERS: kinds, ...extra }),
+export type ProcessExit = { code: number | null; signal: NodeJS.Signals | null };
+
+/** Keeps the last `max` characters a process wrote (a process logging through an outage can write a lot). */
+const outputMax = 512 * 1024;
+
+/** A real service process (`node --import tsx <entry>`), its output and its exit. */
+function spawnService(entry: string, env: NodeJS.ProcessEnv, readyLine: RegExp, what: string) {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let ready: RegExpExecArray | null = null;
+  let exit: ProcessExit | null = null;
+  const collect = (d: Buffer) => {
+    output += d;
+    ready ??= readyLine.exec(output);
+    if (output.length > outputMax) output = output.slice(-outputMax);
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = new Promise<ProcessExit>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exit = { code, signal };
+      resolve(exit);
+    }),
+  );
+  const untilReady = async (timeoutMs: number): Promise<RegExpExecArray> => {
+    const deadline = Date.now() + timeoutMs;
+    while (!ready) {
+      if (exit) throw new Error(`${what} exited early (${JSON.stringify(exit)}): ${output.slice(-4000)}`);
+      if (Date.now() > deadline) throw new Error(`${what} did not start: ${output.slice(-4000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return ready;
+  };
   return {
     child,
+    pid: child.pid,
     output: () => output,
-    /** Resolves once the runner reports its consumer groups joined. */
-    running: async () => {
-      const deadline = Date.now() + 60_000;
-      while (!output.includes('workers: running')) {
-        if (child.exitCode !== null) throw new Error(`worker exited early: ${output}`);
-        if (Date.now() > deadline) throw new Error(`worker did not start: ${output}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    },
+    /** How it ended, once it has (code null and a signal when a signal ended it). */
+    exit: () => exit,
+    exited,
+    untilReady,
+    /** Sends the signal and resolves with the exit code (null when the signal ended it). */
     kill: async (signal: NodeJS.Signals = 'SIGKILL') => {
-      child.kill(signal);
-      return exited;
+      if (!exit) child.kill(signal);
+      return (await exited).code;
     },
   };
 }
+
+/** A real worker runner process (`src/workers/runner.ts` under tsx), for crash tests. */
+export function spawnWorkers(config: Config, kinds: string, extra: Record<string, string> = {}) {
+  const service = spawnService(
+    'src/workers/runner.ts',
+    processEnv(config, { WORKERS: kinds, ...extra }),
+    /workers: running/,
+    'worker',
+  );
+  return {
+    ...service,
+    /** Resolves once the runner reports its consumer groups joined. */
+    running: async (timeoutMs = 60_000) => {
+      await service.untilReady(timeoutMs);
+    },
+  };
+}
+
+/**
+ * A real gateway process (`src/gateway/server.ts` under tsx) on 127.0.0.1 and a free port
+ * (PORT=0); `listening()` resolves with its URL from the line `gateway: listening on <url>`.
+ */
+export function spawnGateway(config: Config, extra: Record<string, string> = {}) {
+  const service = spawnService(
+    'src/gateway/server.ts',
+    processEnv(config, { HOST: '127.0.0.1', PORT: '0', ...extra }),
+    /gateway: listening on (http:\/\/\S+)/,
+    'gateway',
+  );
+  return {
+    ...service,
+    listening: async (timeoutMs = 60_000): Promise<string> => (await service.untilReady(timeoutMs))[1]!,
+  };
+}
+
+export type WorkerProcess = ReturnType<typeof spawnWorkers>;
+export type GatewayProcess = ReturnType<typeof spawnGateway>;

@@ -1,10 +1,20 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
+
+/** Alive and not a zombie (a SIGKILLed broker may stay unreaped for a while). */
+async function alive(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
 
 /** A second broker of the project's own script, on its own ports and state dir, for fault tests. */
 export async function startThrowawayKafka() {
@@ -16,15 +26,43 @@ export async function startThrowawayKafka() {
     KAFKA_CONTROLLER_PORT: String(port + 1),
     STATE_DIR: stateDir,
   };
-  const kafka = (command: string) => run('scripts/kafka', [command], { env, timeout: 120_000 });
+  // scripts/kafka keeps the JVM's pid here (see "Per port" in the script's header).
+  const nodeDir = join(stateDir, `kafka-${port}`);
+  const pidFile = join(nodeDir, 'kafka.pid');
+  const kafka = (command: string) => run('scripts/kafka', [command], { env, timeout: 180_000 });
+
+  /** The broker's pid, only if it is our JVM (command line names kafka.Kafka and our config). */
+  async function brokerPid(): Promise<number | null> {
+    const text = await readFile(pidFile, 'utf8').catch(() => '');
+    const pid = Number(text.replace(/\D/g, ''));
+    if (!pid) return null;
+    const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replace(/\0/g, ' ');
+    return cmdline.includes(` kafka.Kafka ${join(nodeDir, 'server.properties')}`) ? pid : null;
+  }
+
   await kafka('up');
   return {
     brokers: `127.0.0.1:${port}`,
+    port,
+    /** `scripts/kafka down`: SIGTERM, a controlled shutdown (SIGKILL only after 30 s). */
     stop: () => kafka('down'),
     start: () => kafka('up'),
+    /** SIGKILL of the broker's JVM, as in a crash; resolves once it is gone. */
+    async kill() {
+      const pid = await brokerPid();
+      if (pid === null) throw new Error(`no broker of ours runs on port ${port} (pid file ${pidFile})`);
+      process.kill(pid, 'SIGKILL');
+      const deadline = Date.now() + 30_000;
+      while (await alive(pid)) {
+        if (Date.now() > deadline) throw new Error(`broker pid ${pid} still alive 30 s after SIGKILL`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
     async destroy() {
       await kafka('down').catch(() => undefined);
       await rm(stateDir, { recursive: true, force: true });
     },
   };
 }
+
+export type ThrowawayKafka = Awaited<ReturnType<typeof startThrowawayKafka>>;
