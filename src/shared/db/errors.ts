@@ -23,3 +23,54 @@ export function isConnectionError(err: unknown): boolean {
     )
   );
 }
+
+/**
+ * What a failed attempt at applying a message says about trying again:
+ * - `permanent`: the same message fails the same way however often it is tried (its data, or a
+ *   statement PostgreSQL refuses): dead-letter it at once;
+ * - `transient`: another attempt may succeed (a lost race, contention, a cancelled or starved
+ *   statement): retry with backoff, a bounded number of times;
+ * - `outage`: PostgreSQL is not reachable (isConnectionError): no verdict on the message; wait.
+ */
+export type FailureClass = 'permanent' | 'transient' | 'outage';
+
+/** SQLSTATE classes whose every code is permanent, unless listed in transientSqlStates. */
+const permanentSqlStateClasses: Record<string, string> = {
+  '21': 'cardinality violation (e.g. ON CONFLICT DO UPDATE affecting a row twice)',
+  '22': 'data exception (numeric overflow, invalid text representation, bad encoding, …)',
+  '23': 'integrity constraint violation (not null, foreign key, check)',
+  '42': 'syntax error or access rule violation (undefined table/column/function, privilege)',
+  '44': 'WITH CHECK OPTION violation',
+  '54': 'program limit exceeded (e.g. an index row too large for its value)',
+};
+
+/** Codes that are transient although their class is permanent. */
+const transientSqlStates: Record<string, string> = {
+  // A concurrent transaction inserting the same key is a race a retry resolves (the retry sees
+  // the committed row); a unique violation that is the data's own fault fails every retry and
+  // is dead-lettered once the attempts are used up.
+  '23505': 'unique violation',
+  '23P01': 'exclusion violation (the same race as a unique violation)',
+};
+
+/**
+ * Classifies anything thrown while applying a message; the one table of the workers' failure
+ * policy (src/workers/consumer-loop.ts). An error that says of itself `permanent: true` (the
+ * workers' PermanentMessageError: undecodable, unknown version) is permanent. A PostgreSQL error
+ * is judged by its SQLSTATE: classes 21, 22, 23, 42, 44 and 54 are permanent (but 23505 and
+ * 23P01, see transientSqlStates); connection failures (class 08, 57P01–57P03, socket errors)
+ * are an outage; everything else is transient: 40001 serialization failure, 40P01 deadlock,
+ * class 53 insufficient resources, 55P03 lock not available, 57014 statement timeout or cancel,
+ * class 58 system errors, XX internal errors, and errors without a SQLSTATE (other libraries,
+ * programming errors), so what we cannot judge is retried a bounded number of times, as before.
+ */
+export function classifyFailure(err: unknown): FailureClass {
+  if (typeof err === 'object' && err !== null && (err as { permanent?: unknown }).permanent === true) {
+    return 'permanent';
+  }
+  if (isConnectionError(err)) return 'outage';
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return 'transient';
+  if (Object.hasOwn(transientSqlStates, code)) return 'transient';
+  return Object.hasOwn(permanentSqlStateClasses, code.slice(0, 2)) ? 'permanent' : 'transient';
+}

@@ -2,6 +2,7 @@ import { submittedMessageSchema } from '../../shared/appointments/submitted-mess
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
 import { awaitEdgeRecord } from '../edge-record.js';
+import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { failSubmitted, validateSubmitted } from './validate-request.js';
 
@@ -12,15 +13,14 @@ export const appointmentsWorker: WorkerKind = {
   topics: (config) => [topicSpec(config, 'appointments')],
   async handleBatch(messages, deps, ctx) {
     const log = deps.logger.child({ worker: 'appointments' });
-    for (const message of messages) {
+    await applyEach(messages, ctx, async (message) => {
       const submitted = decodeMessage(message, submittedMessageSchema);
       const id = submitted.payload.appointmentRequestId;
       const outcome = await validateSubmitted(deps.pool, submitted, (load) =>
         awaitEdgeRecord(load, submitted.producedAt, deps.config.orphanGraceMs, ctx.heartbeat, log, `appointment ${id}`),
       );
       log.debug({ appointmentRequestId: id, outcome }, 'appointment request handled');
-      await ctx.heartbeat();
-    }
+    });
   },
   async onDeadLetter(message, error, deps) {
     let submitted;

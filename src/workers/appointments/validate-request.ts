@@ -5,10 +5,23 @@ import { transition } from '../../shared/appointments/transitions-sql.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import type { Envelope } from '../../shared/messages.js';
+import { PermanentMessageError } from '../permanent-error.js';
 import { lockSubmittedRequest } from './sql.js';
 
 type Submitted = Envelope<SubmittedPayload>;
 export type ValidationOutcome = 'pending-review' | 'rejected' | 'not-submitted' | 'orphan';
+
+/**
+ * The business rules are a pure function of the stored request and the time: whatever they throw
+ * (a stored request they cannot read) throws again on every retry, so it is permanent.
+ */
+function judge(request: StoredAppointmentRequest, at: number): ReturnType<typeof checkBusinessRules> {
+  try {
+    return checkBusinessRules(request, at);
+  } catch (err) {
+    throw new PermanentMessageError(`the stored request is unusable: ${(err as Error).message}`);
+  }
+}
 
 /**
  * Validates one Submitted request in one transaction under its row lock. Only a request still
@@ -28,7 +41,7 @@ export async function validateSubmitted(
     );
     if (!row) return 'orphan';
     if (row.status !== 'Submitted') return 'not-submitted';
-    const outcome = checkBusinessRules(row.request as StoredAppointmentRequest, now());
+    const outcome = judge(row.request as StoredAppointmentRequest, now());
     if (!outcome.ok) {
       await transition(tx, { id, from: 'Submitted', to: 'Rejected', reason: outcome.reason, actor: 'system' });
       return 'rejected';

@@ -2,6 +2,7 @@ import { chunkMessageSchema } from '../../shared/inbound/chunk-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
 import { awaitEdgeRecord } from '../edge-record.js';
+import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { applyChunk, failChunk } from './apply-chunk.js';
 
@@ -12,7 +13,7 @@ export const inboundWorker: WorkerKind = {
   topics: (config) => [topicSpec(config, 'inboundTargets')],
   async handleBatch(messages, deps, ctx) {
     const log = deps.logger.child({ worker: 'inbound' });
-    for (const message of messages) {
+    await applyEach(messages, ctx, async (message) => {
       const chunk = decodeMessage(message, chunkMessageSchema);
       const outcome = await applyChunk(deps.pool, chunk, (load) =>
         awaitEdgeRecord(
@@ -29,8 +30,7 @@ export const inboundWorker: WorkerKind = {
           { importJobId: chunk.payload.importJobId, chunk: chunk.payload.chunkIndex, outcome },
           'chunk skipped',
         );
-      await ctx.heartbeat();
-    }
+    });
   },
   async onDeadLetter(message, error, deps) {
     let chunk;

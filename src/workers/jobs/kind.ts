@@ -4,6 +4,7 @@ import { topicSpec } from '../../shared/kafka/topics.js';
 import { recordFieldJobCreated } from '../../shared/webhooks/events.js';
 import { decodeMessage } from '../decode.js';
 import { awaitEdgeRecord } from '../edge-record.js';
+import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { insertFieldJob, lockJobRequest, markFailed, markMaterialized, upsertWorkOrder } from './sql.js';
 
@@ -18,7 +19,7 @@ export const jobsWorker: WorkerKind = {
   topics: (config) => [topicSpec(config, 'jobs')],
   async handleBatch(messages, deps, ctx) {
     const log = deps.logger.child({ worker: 'jobs' });
-    for (const message of messages) {
+    await applyEach(messages, ctx, async (message) => {
       const { tenantId, clientId, producedAt, payload } = decodeMessage(message, jobMessageSchema);
       const { fieldJobId, jobNumber, request: r } = payload;
       await inTransaction(deps.pool, async (tx) => {
@@ -52,8 +53,7 @@ export const jobsWorker: WorkerKind = {
         await tx.query(markMaterialized, [fieldJobId]);
         await recordFieldJobCreated(tx, { tenantId, clientId, fieldJobId }); // webhook, same transaction
       });
-      await ctx.heartbeat();
-    }
+    });
   },
   async onDeadLetter(message, error, deps) {
     let fieldJobId: string;

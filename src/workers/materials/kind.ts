@@ -2,6 +2,7 @@ import { usageMessageSchema } from '../../shared/materials/usage-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
 import { awaitEdgeRecord } from '../edge-record.js';
+import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { applyUsage, failUsage } from './apply-usage.js';
 
@@ -12,7 +13,7 @@ export const materialsWorker: WorkerKind = {
   topics: (config) => [topicSpec(config, 'workOrderMaterials')],
   async handleBatch(messages, deps, ctx) {
     const log = deps.logger.child({ worker: 'materials' });
-    for (const message of messages) {
+    await applyEach(messages, ctx, async (message) => {
       const usage = decodeMessage(message, usageMessageSchema);
       const outcome = await applyUsage(deps.pool, usage, (load) =>
         awaitEdgeRecord(
@@ -26,8 +27,7 @@ export const materialsWorker: WorkerKind = {
       );
       if (outcome !== 'applied')
         log.debug({ materialUsageId: usage.payload.materialUsageId, outcome }, 'material usage skipped');
-      await ctx.heartbeat();
-    }
+    });
   },
   async onDeadLetter(message, error, deps) {
     let usage;
