@@ -1023,7 +1023,9 @@ export async function finishScenario(s: Scenario): Promise<ScenarioReport> {
   if (!isDeepStrictEqual(result, expected)) {
     console.log(`faults[${s.name}]: oracle mismatch\n${await diagnose(s.pool, s.load, s.fleet, s.demo.tenantId)}`);
   }
-  const figures = s.load.figures(s.name, s.fleet);
+  const figures =
+    `${s.load.figures(s.name, s.fleet)} | replayed ${replays.sent} acknowledged writes: ` +
+    `${replays.notReplayed} not answered as a replay, ${replays.otherRecord} naming another record`;
   console.log(figures);
   const unexpected = s.fleet.unexpectedExits();
   if (unexpected.length > 0) console.log(`faults[${s.name}]: unexpected exits\n${s.fleet.unexpectedOutput()}`);
