@@ -16,7 +16,7 @@ export type WorkerKind = {
   groupId: string;
   /** Topics this kind consumes; created at start if missing. */
   topics(config: Config): TopicSpec[];
-  /** Applies a batch from one partition, in offset order. Throwing retries it. */
+  /** Applies a batch from one partition, in offset order. Use applyEach so a failure names its message; what a throw means is decided by classifyFailure (see consumer-loop.ts). */
   handleBatch(messages: InboundMessage[], deps: WorkerDeps, ctx: BatchContext): Promise<void>;
   /** Called after a message was dead-lettered (e.g. to mark its import job failed). */
   onDeadLetter?(message: InboundMessage, error: Error, deps: WorkerDeps): Promise<void>;

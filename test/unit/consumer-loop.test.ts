@@ -121,7 +121,10 @@ describe('consumer failure policy: permanent failures', () => {
     ['numeric field overflow (22003)', () => pgError('22003', 'numeric field overflow')],
     ['integer out of range (22003)', () => pgError('22003', 'value "1000000000000" is out of range for type integer')],
     ['not-null violation (23502)', () => pgError('23502', 'null value in column "name" violates not-null constraint')],
-    ['undefined column (42703)', () => pgError('42703', 'column "x" does not exist')],
+    [
+      'datatype mismatch (42804)',
+      () => pgError('42804', 'column "x" is of type integer but expression is of type text'),
+    ],
     ['PermanentMessageError', () => new PermanentMessageError('message value is not JSON')],
   ])('dead-letters a message failing with %s at once: one attempt, no backoff, its kind told', async (_, error) => {
     const poison = error();

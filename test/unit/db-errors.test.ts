@@ -36,13 +36,20 @@ describe('classifyFailure', () => {
     ['23514', 'check violation'],
     ['21000', 'cardinality violation'],
     ['42601', 'syntax error'],
-    ['42703', 'undefined column'],
-    ['42P01', 'undefined table'],
-    ['42883', 'undefined function'],
+    ['42804', 'datatype mismatch'],
     ['44000', 'WITH CHECK OPTION violation'],
     ['54000', 'program limit exceeded (index row too large)'],
   ])('%s (%s) is permanent', (code) => {
     expect(classifyFailure(pg(code))).toBe('permanent');
+  });
+
+  it.each([
+    ['42P01', 'undefined table'],
+    ['42703', 'undefined column'],
+    ['42883', 'undefined function'],
+    ['42501', 'insufficient privilege'],
+  ])('%s (%s), a database that does not match the code, is an outage: wait, dead-letter nothing', (code) => {
+    expect(classifyFailure(pg(code))).toBe('outage');
   });
 
   it.each([

@@ -54,12 +54,24 @@ const transientSqlStates: Record<string, string> = {
 };
 
 /**
+ * Codes of class 42 that say the database does not match the code (migrations not run, grants
+ * missing), not that the message is bad: dead-lettering would fail every message of a deploy, so
+ * they count as an outage and the partition waits until an operator fixes the database.
+ */
+const environmentSqlStates: Record<string, string> = {
+  '42P01': 'undefined table',
+  '42703': 'undefined column',
+  '42883': 'undefined function',
+  '42501': 'insufficient privilege',
+};
+
+/**
  * Classifies anything thrown while applying a message; the one table of the workers' failure
  * policy (src/workers/consumer-loop.ts). An error that says of itself `permanent: true` (the
  * workers' PermanentMessageError: undecodable, unknown version) is permanent. A PostgreSQL error
  * is judged by its SQLSTATE: classes 21, 22, 23, 42, 44 and 54 are permanent (but 23505 and
  * 23P01, see transientSqlStates); connection failures (class 08, 57P01–57P03, socket errors)
- * are an outage; everything else is transient: 40001 serialization failure, 40P01 deadlock,
+ * and a database that does not match the code (environmentSqlStates) are an outage; everything else is transient: 40001 serialization failure, 40P01 deadlock,
  * class 53 insufficient resources, 55P03 lock not available, 57014 statement timeout or cancel,
  * class 58 system errors, XX internal errors, and errors without a SQLSTATE (other libraries,
  * programming errors), so what we cannot judge is retried a bounded number of times, as before.
@@ -71,6 +83,7 @@ export function classifyFailure(err: unknown): FailureClass {
   if (isConnectionError(err)) return 'outage';
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return 'transient';
+  if (Object.hasOwn(environmentSqlStates, code)) return 'outage';
   if (Object.hasOwn(transientSqlStates, code)) return 'transient';
   return Object.hasOwn(permanentSqlStateClasses, code.slice(0, 2)) ? 'permanent' : 'transient';
 }
