@@ -14,7 +14,12 @@ let db: TestDatabase;
 let pool: pg.Pool;
 
 beforeAll(async () => {
-  [kafka, db] = await Promise.all([startThrowawayKafka(), createTestDatabase()]);
+  // Both in parallel, but each kept as soon as it exists: if one fails, afterAll still removes the other.
+  const [k, d] = await Promise.allSettled([startThrowawayKafka(), createTestDatabase()]);
+  if (k.status === 'fulfilled') kafka = k.value;
+  if (d.status === 'fulfilled') db = d.value;
+  if (k.status === 'rejected') throw k.reason;
+  if (d.status === 'rejected') throw d.reason;
   pool = testPool(db.url);
 }, scaled(300_000));
 

@@ -40,7 +40,14 @@ export async function startThrowawayKafka() {
     return cmdline.includes(` kafka.Kafka ${join(nodeDir, 'server.properties')}`) ? pid : null;
   }
 
-  await kafka('up');
+  try {
+    await kafka('up');
+  } catch (err) {
+    // A broker that started but was not ready in time (or a killed script) must not outlive the test.
+    await kafka('down').catch(() => undefined);
+    await rm(stateDir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     brokers: `127.0.0.1:${port}`,
     port,
