@@ -1,4 +1,4 @@
-import type { BatchContext, InboundMessage } from '../shared/kafka/bus.js';
+import { PartitionsRevokedError, type BatchContext, type InboundMessage } from '../shared/kafka/bus.js';
 
 /** A message that can never be applied (undecodable, unknown version): dead-letter it without retrying. */
 export class PermanentMessageError extends Error {
@@ -21,6 +21,9 @@ export async function applyEach(
   apply: (message: InboundMessage) => Promise<void>,
 ): Promise<void> {
   for (const message of messages) {
+    // Stopping: give the rest of the batch back uncommitted (the next owner applies it) rather
+    // than apply a whole fetched backlog past the shutdown timeout.
+    if (ctx.isStopping()) throw new PartitionsRevokedError(new Error('the worker is stopping'));
     try {
       await apply(message);
     } catch (err) {

@@ -17,8 +17,18 @@ declare module 'vitest' {
   }
 }
 
-// One template per checkout, so test runs of two work trees on one server do not collide.
-const templateName = `connect_test_tpl_${createHash('sha1').update(process.cwd()).digest('hex').slice(0, 8)}`;
+// One template per checkout and run, so concurrent runs (two work trees, or two runs in one) never
+// drop each other's; a run's template goes at its end, those of runs that died at the next start.
+const templatePrefix = `connect_test_tpl_${createHash('sha1').update(process.cwd()).digest('hex').slice(0, 8)}_`;
+const templateName = `${templatePrefix}${process.pid}`;
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 const dockerAnswers = () => spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
 
@@ -62,12 +72,24 @@ export default async function setup(project: TestProject) {
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
-  await client.query(`DROP DATABASE IF EXISTS ${templateName} WITH (FORCE)`);
+  const { rows } = await client.query('SELECT datname FROM pg_database WHERE starts_with(datname, $1)', [
+    templatePrefix,
+  ]);
+  for (const { datname } of rows as { datname: string }[]) {
+    const pid = Number(datname.slice(templatePrefix.length));
+    if (pid === process.pid || !alive(pid)) await client.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+  }
   await client.end();
   await ensureDatabase(template.toString());
   await migrateUp(template.toString());
 
   project.provide('kafkaBrokers', source.brokers);
   project.provide('templateDatabaseUrl', template.toString());
-  return source.stop;
+  return async () => {
+    const admin2 = new pg.Client({ connectionString: admin.toString() });
+    await admin2.connect();
+    await admin2.query(`DROP DATABASE IF EXISTS ${templateName} WITH (FORCE)`).catch(() => undefined);
+    await admin2.end();
+    await source.stop();
+  };
 }

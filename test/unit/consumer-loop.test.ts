@@ -307,14 +307,32 @@ describe('consumer failure policy: transient failures and outages', () => {
 
   it('leaves a batch uncommitted when stopping with a transient retry pending, but still dead-letters poison', async () => {
     const deadlock = pgError('40P01', 'deadlock detected');
-    const h = harness((m) => {
+    let h: ReturnType<typeof harness> | undefined = undefined;
+    h = harness((m) => {
       if (m.offset === '0') throw new PermanentMessageError('unknown version');
-      if (m.offset === '2') throw deadlock;
+      if (m.offset === '2') {
+        h!.stop(); // SIGTERM arrives while message 2 fails
+        throw deadlock;
+      }
     });
     await h.start();
-    h.stop();
     await expect(h.deliver([message(0), message(1), message(2)])).rejects.toBe(deadlock);
     expect(h.dlq.map((d) => d.origin)).toEqual(['work/0/0']);
     expect(h.applied).toEqual(['1']);
+  });
+});
+
+describe('consumer failure policy: stopping', () => {
+  it('gives the rest of a batch back uncommitted once the worker is stopping', async () => {
+    let h: ReturnType<typeof harness> | undefined = undefined;
+    h = harness((m) => {
+      if (m.offset === '1') h!.stop(); // SIGTERM arrives while message 1 is applied
+    });
+    await h.start();
+    await expect(h.deliver([message(0), message(1), message(2), message(3)])).rejects.toBeInstanceOf(
+      PartitionsRevokedError,
+    );
+    expect(h.applied).toEqual(['0', '1']);
+    expect(h.dlq).toEqual([]);
   });
 });

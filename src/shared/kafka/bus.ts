@@ -289,9 +289,11 @@ export function createKafkaBus({
                   isStopping: () => stopping || !isRunning(),
                 });
               } catch (err) {
+                if (!(err instanceof PartitionsRevokedError)) throw err;
+                // Stopping: leave the batch unresolved (uncommitted) and let disconnect go on.
+                if (stopping || !isRunning()) return;
                 // kafkajs rejoins the group on its own rebalance errors: hand it the original.
-                if (err instanceof PartitionsRevokedError) throw err.reason;
-                throw err;
+                throw err.reason;
               }
               resolveOffset(batch.lastOffset());
               await commitOffsetsIfNecessary();
