@@ -64,6 +64,7 @@ export function submitAppointmentRequest(
       result: { record: toRecordDto(row), replayed: false },
       produce: {
         topic: topicNames(deps.config).appointments,
+        recordId: id,
         messages: [
           {
             key: id,

@@ -1,6 +1,7 @@
 import type { Config } from '../../shared/config.js';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { isConnectionError } from '../../shared/db/errors.js';
+import { lockEdgeRecord } from '../../shared/edge-lock.js';
 import { unavailable } from '../../shared/errors.js';
 import type { MessageBus, OutboundMessage } from '../../shared/kafka/bus.js';
 
@@ -14,8 +15,11 @@ export type WriteDeps = { pool: Pool; edgePool: Pool; bus: MessageBus; config: C
 
 export type EdgeWrite<T> = {
   result: T;
-  /** What to hand to the workers; absent when nothing new was recorded (an idempotent replay). */
-  produce?: { topic: string; messages: OutboundMessage[] };
+  /**
+   * What to hand to the workers; absent when nothing new was recorded (an idempotent replay).
+   * recordId: the id of the new edge record the messages name (see shared/edge-lock.ts).
+   */
+  produce?: { topic: string; messages: OutboundMessage[]; recordId: string };
 };
 
 /** Seconds a client should wait before retrying a write refused because Kafka is unreachable. */
@@ -50,6 +54,7 @@ export async function recordThenProduce<T>(
     await tx.query('BEGIN');
     const { result, produce } = await write(tx);
     if (produce) {
+      await lockEdgeRecord(tx, produce.recordId);
       phase = 'kafka';
       await deps.bus.produce(produce.topic, produce.messages);
       phase = 'postgres';

@@ -58,7 +58,7 @@ export function ingestTargets(
     const messages = chunkMessages(importJobId, req.sourceSystem, chunks, meta);
     return {
       result: { ...toImportJobDto(row), idempotentReplay: false },
-      produce: { topic: topicNames(deps.config).inboundTargets, messages },
+      produce: { topic: topicNames(deps.config).inboundTargets, messages, recordId: importJobId },
     };
   });
 }

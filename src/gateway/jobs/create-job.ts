@@ -128,6 +128,7 @@ export async function createJob(
       result: answer(201, { fieldJobId, jobNumber, status: 'Created' }),
       produce: {
         topic: topicNames(deps.config).jobs,
+        recordId: fieldJobId,
         messages: [{ key: fieldJobId, value: JSON.stringify(message), headers: { 'message-type': jobMessageType } }],
       },
     };

@@ -176,6 +176,7 @@ export function recordMaterialUsage(
       result: toResponse(recorded!, false),
       produce: {
         topic: topicNames(deps.config).workOrderMaterials,
+        recordId: usageId,
         messages: [
           {
             key: String(workOrder.id),

@@ -1,6 +1,7 @@
 import { submittedMessageSchema } from '../../shared/appointments/submitted-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
+import { edgeWriterDone } from '../../shared/edge-lock.js';
 import { awaitEdgeRecord } from '../edge-record.js';
 import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -17,7 +18,15 @@ export const appointmentsWorker: WorkerKind = {
       const submitted = decodeMessage(message, submittedMessageSchema);
       const id = submitted.payload.appointmentRequestId;
       const outcome = await validateSubmitted(deps.pool, submitted, (load) =>
-        awaitEdgeRecord(load, submitted.producedAt, deps.config.orphanGraceMs, ctx.heartbeat, log, `appointment ${id}`),
+        awaitEdgeRecord(
+          load,
+          submitted.producedAt,
+          deps.config.orphanGraceMs,
+          ctx.heartbeat,
+          log,
+          `appointment ${id}`,
+          () => edgeWriterDone(deps.pool, id),
+        ),
       );
       log.debug({ appointmentRequestId: id, outcome }, 'appointment request handled');
     });

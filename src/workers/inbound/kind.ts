@@ -1,6 +1,7 @@
 import { chunkMessageSchema } from '../../shared/inbound/chunk-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
+import { edgeWriterDone } from '../../shared/edge-lock.js';
 import { awaitEdgeRecord } from '../edge-record.js';
 import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -23,6 +24,7 @@ export const inboundWorker: WorkerKind = {
           ctx.heartbeat,
           log,
           `import job ${chunk.payload.importJobId}`,
+          () => edgeWriterDone(deps.pool, chunk.payload.importJobId),
         ),
       );
       if (outcome !== 'applied')

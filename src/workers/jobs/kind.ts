@@ -3,6 +3,7 @@ import { jobMessageSchema } from '../../shared/jobs/job-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { recordFieldJobCreated } from '../../shared/webhooks/events.js';
 import { decodeMessage } from '../decode.js';
+import { edgeWriterDone } from '../../shared/edge-lock.js';
 import { awaitEdgeRecord } from '../edge-record.js';
 import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -30,6 +31,7 @@ export const jobsWorker: WorkerKind = {
           ctx.heartbeat,
           log,
           `field job ${fieldJobId}`,
+          () => edgeWriterDone(deps.pool, fieldJobId),
         );
         if (!edge || edge.materialized_at) return;
         await tx.query(insertFieldJob, [

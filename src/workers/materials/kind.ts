@@ -1,6 +1,7 @@
 import { usageMessageSchema } from '../../shared/materials/usage-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
+import { edgeWriterDone } from '../../shared/edge-lock.js';
 import { awaitEdgeRecord } from '../edge-record.js';
 import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -23,6 +24,7 @@ export const materialsWorker: WorkerKind = {
           ctx.heartbeat,
           log,
           `material usage ${usage.payload.materialUsageId}`,
+          () => edgeWriterDone(deps.pool, usage.payload.materialUsageId),
         ),
       );
       if (outcome !== 'applied')
