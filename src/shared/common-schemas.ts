@@ -29,10 +29,25 @@ export const coordinatesSchema = z
   })
   .meta({ id: 'Coordinates', description: 'WGS 84 degrees.' });
 
+/**
+ * An instant sent by a client: ISO 8601 with offset (Z or ±hh:mm), in the range PostgreSQL's
+ * timestamptz stores (years 1 … 9999 in UTC, offsets up to ±15:59), so no accepted value fails later.
+ */
+export const instantSchema = () =>
+  z.iso.datetime({ offset: true }).refine(
+    (v) => {
+      const offset = /([+-])(\d{2}):?(\d{2})$/.exec(v);
+      if (offset && Number(offset[2]) > 15) return false;
+      const year = new Date(v).getUTCFullYear();
+      return year >= 1 && year <= 9999;
+    },
+    { message: 'must lie between the years 1 and 9999 (UTC), with an offset of at most ±15:59' },
+  );
+
 export const timeWindowSchema = z
   .strictObject({
-    start: z.iso.datetime({ offset: true }).meta({ description: 'ISO 8601 with offset.' }),
-    end: z.iso.datetime({ offset: true }),
+    start: instantSchema().meta({ description: 'ISO 8601 with offset.' }),
+    end: instantSchema(),
   })
   .refine((w) => Date.parse(w.end) > Date.parse(w.start), { message: 'end must be after start', path: ['end'] })
   .meta({ id: 'TimeWindow' });

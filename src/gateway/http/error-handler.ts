@@ -29,6 +29,8 @@ export const errorHandler =
         );
       }
       if (err.retryAfterSeconds !== null) ctx.set('Retry-After', String(err.retryAfterSeconds));
+      const own = ctx.state.errorBody?.(err, status);
+      if (own !== undefined) return sendJson(ctx, status, own);
       const shape = ctx.state.connectErrorStatuses?.includes(status) ? 'connect' : 'standard';
       sendJson(ctx, status, renderError(err, shape, ctx.state));
     }

@@ -4,13 +4,15 @@ import type { Context } from 'koa';
 // (application/json by default, text/json or text/plain when asked for).
 const offered = ['application/json', 'text/json', 'text/plain'] as const;
 
-export function responseMediaType(ctx: Context): (typeof offered)[number] {
-  const chosen = ctx.accepts(...offered);
-  return typeof chosen === 'string' ? (chosen as (typeof offered)[number]) : 'application/json';
+/** The label Accept asks for among those the route documents (default: the JSON trio). */
+export function responseMediaType(ctx: Context, documented: readonly string[] = offered): string {
+  const mine = offered.filter((t) => documented.includes(t));
+  const chosen = mine.length > 0 ? ctx.accepts(...mine) : false;
+  return typeof chosen === 'string' ? chosen : 'application/json';
 }
 
 export function sendJson(ctx: Context, status: number, body: unknown): void {
   ctx.status = status;
-  ctx.type = `${responseMediaType(ctx)}; charset=utf-8`;
+  ctx.type = `${responseMediaType(ctx, ctx.state.responseMediaTypes)}; charset=utf-8`;
   ctx.body = JSON.stringify(body);
 }

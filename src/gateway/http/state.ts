@@ -1,4 +1,5 @@
 import type { ParameterizedContext } from 'koa';
+import type { AppError } from '../../shared/errors.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import type { ErrorShape } from './error-mapping.js';
 
@@ -11,6 +12,10 @@ export type GatewayState = {
   routeTemplate?: string;
   /** Statuses this route answers in the Connect error shape. */
   connectErrorStatuses?: readonly number[];
+  /** The route's own body for an error status it documents in a shape of its own (else undefined). */
+  errorBody?: (err: AppError, status: number) => unknown;
+  /** Response media types this route documents (default: the JSON trio), for Accept. */
+  responseMediaTypes?: readonly string[];
   client?: AuthenticatedClient;
 };
 

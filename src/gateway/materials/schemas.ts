@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { instantSchema } from '../../shared/common-schemas.js';
 import {
   materialUsageStatuses,
   maxExternalEventIdLength,
@@ -104,8 +105,7 @@ export const createMaterialUsageRequestSchema = z
           "Where the materials were taken from, by the location's externalCode. Give at most one of inventoryLocationId " +
           "and externalLocationCode; neither: the tenant's default location (isDefault).",
       }),
-    usedAt: z.iso
-      .datetime({ offset: true })
+    usedAt: instantSchema()
       .refine((v) => Date.parse(v) <= Date.now() + usedAtMaxFutureMs, {
         message: `must not be more than ${usedAtMaxFutureMs / 60_000} minutes in the future`,
       })

@@ -87,6 +87,9 @@ export function oauthRoutes(
         },
       },
       responseMediaTypes: ['application/json'],
+      // A body refused before the handler (not UTF-8, NUL, …) is an RFC 6749 invalid_request too.
+      errorBody: (err, status) =>
+        status === 400 ? { error: 'invalid_request', error_description: err.message } : undefined,
       async handler({ body, header, remoteAddress }) {
         try {
           await deps.throttle.address(remoteAddress);

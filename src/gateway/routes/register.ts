@@ -62,6 +62,8 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     router[route.method](koaPath(route.path), async (ctx: GatewayContext) => {
       ctx.state.routeTemplate = route.path;
       ctx.state.connectErrorStatuses = route.connectErrorStatuses;
+      ctx.state.responseMediaTypes = route.responseMediaTypes;
+      ctx.state.errorBody = route.errorBody;
       if (route.auth !== 'none') {
         const bearerToken = route.auth === 'accessToken';
         await failedAuth.check(ctx.ip);

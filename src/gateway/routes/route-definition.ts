@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { AppError } from '../../shared/errors.js';
 import type { TextProblem } from '../../shared/text/storable.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 
@@ -84,6 +85,11 @@ export type RouteDefinition<
   errorDescriptions?: Readonly<Record<number, string>>;
   /** Statuses answered in the Connect error shape instead of the standard one. */
   connectErrorStatuses?: readonly number[];
+  /**
+   * The body of an error met before the handler (e.g. a body that is not UTF-8), for statuses
+   * this route documents in a shape of its own; undefined: the standard shapes.
+   */
+  errorBody?: (err: AppError, status: number) => unknown;
   /** Largest body this operation takes (default BODY_LIMIT_BYTES); 413 beyond. */
   bodyLimitBytes?: number;
   /**

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { addressSchema, coordinatesSchema, metadataSchema } from '../inbound/target-schema.js';
+import { instantSchema } from '../common-schemas.js';
 
 // Field job statuses. Created: recorded and being materialised (the state right after
 // creation). Failed: could not be materialised after retries (dead-lettered; see the logs).
@@ -47,7 +48,7 @@ export const createJobRequestSchema = z
       .meta({ id: 'JobCustomer' }),
     site: z.strictObject({ address: addressSchema, coordinates: coordinatesSchema.nullish() }).meta({ id: 'JobSite' }),
     requestedTimeWindow: z
-      .strictObject({ start: z.iso.datetime({ offset: true }), end: z.iso.datetime({ offset: true }) })
+      .strictObject({ start: instantSchema(), end: instantSchema() })
       .nullish()
       .meta({ description: 'When the work should happen; end after start and not in the past (else 422).' }),
     expectedDurationMinutes: z.number().int().min(1).max(1440).nullish(),
