@@ -40,3 +40,19 @@ describe('broker availability', () => {
     ).toBe(false);
   });
 });
+
+describe('a consumer crash while the broker is away', () => {
+  it('is recognised through kafkajs wrapping (non-retriable "Failed to find group coordinator")', () => {
+    const cause = Object.assign(new Error('Failed to find group coordinator'), {
+      name: 'KafkaJSGroupCoordinatorNotFound',
+      retriable: false,
+    });
+    const crash = Object.assign(new Error('Failed to find group coordinator'), {
+      name: 'KafkaJSNonRetriableError',
+      retriable: false,
+      cause,
+    });
+    expect(isBrokerUnreachable(crash)).toBe(true);
+    expect(isBrokerUnreachable(Object.assign(new Error('bad'), { name: 'TypeError' }))).toBe(false);
+  });
+});

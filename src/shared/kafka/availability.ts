@@ -48,14 +48,24 @@ export function trackBrokerAvailability(options: {
   };
 }
 
-/** Errors of a send that say "no broker answered", as opposed to "the broker refused this". */
+/**
+ * Errors that say "no broker answered" (also when kafkajs wraps one, e.g. a non-retriable
+ * "Failed to find group coordinator" while the broker restarts), as opposed to "the broker
+ * refused this".
+ */
 export function isBrokerUnreachable(err: unknown): boolean {
-  const e = err as { name?: unknown; retriable?: unknown; message?: unknown };
-  if (e?.retriable === true) return true;
-  const name = typeof e?.name === 'string' ? e.name : '';
-  const message = typeof e?.message === 'string' ? e.message : '';
-  return (
-    /Connection|Timeout|NumberOfRetriesExceeded|BrokerNotFound|NoBrokerAvailable/.test(name) ||
-    / timed out after /.test(message)
-  );
+  type KafkaError = { name?: unknown; retriable?: unknown; message?: unknown; cause?: unknown };
+  let e = err as KafkaError | undefined;
+  for (let depth = 0; e && typeof e === 'object' && depth < 5; depth++, e = e.cause as KafkaError | undefined) {
+    if (e.retriable === true) return true;
+    const name = typeof e.name === 'string' ? e.name : '';
+    const message = typeof e.message === 'string' ? e.message : '';
+    if (
+      /Connection|Timeout|NumberOfRetriesExceeded|BrokerNotFound|NoBrokerAvailable|GroupCoordinatorNotFound/.test(name)
+    ) {
+      return true;
+    }
+    if (/ timed out after /.test(message)) return true;
+  }
+  return false;
 }

@@ -259,46 +259,86 @@ export function createKafkaBus({
       });
       consumers.add(consumer);
       let stopping = false;
+      let start: (() => Promise<void>) | null = null;
+      let crashListener: (error: Error) => void = () => undefined;
+      // kafkajs gives a consumer up for good on some errors of a broker that is away (e.g. "Failed
+      // to find group coordinator" while it restarts). That is no reason for the process to die:
+      // start the consumer again, with backoff, until the broker answers. Other crashes go to the
+      // listener (the runner exits, and its supervisor restarts it).
+      let restarts = 0;
+      const restartLater = () => {
+        const delayMs = Math.min(30_000, 500 * 2 ** Math.min(restarts++, 6));
+        setTimeout(() => {
+          if (stopping || !start) return;
+          consumer
+            .disconnect()
+            .then(() => start!())
+            .then(
+              () => (restarts = 0),
+              (err: unknown) => {
+                log.warn({ err, groupId }, 'consumer could not start again yet; retrying');
+                restartLater();
+              },
+            );
+        }, delayMs).unref();
+      };
+      consumer.on(consumer.events.CRASH, (event) => {
+        if (event.payload.restart || stopping) return;
+        if (isBrokerUnreachable(event.payload.error)) {
+          log.warn(
+            { err: event.payload.error, groupId },
+            'consumer stopped while the broker is away; starting it again',
+          );
+          restartLater();
+        } else {
+          crashListener(event.payload.error);
+        }
+      });
       return {
         async run(topics, handler) {
-          await consumer.connect();
-          await consumer.subscribe({ topics, fromBeginning: true });
-          await consumer.run({
-            // Batches of different partitions are applied side by side (each still in order).
-            partitionsConsumedConcurrently: options.partitionsConcurrently ?? 1,
-            autoCommit: true,
-            eachBatchAutoResolve: false,
-            eachBatch: async ({ batch, heartbeat, resolveOffset, commitOffsetsIfNecessary, isRunning, isStale }) => {
-              if (!isRunning() || isStale() || batch.messages.length === 0) return;
-              const messages: InboundMessage[] = batch.messages.map((m) => ({
-                topic: batch.topic,
-                partition: batch.partition,
-                offset: m.offset,
-                key: m.key ? m.key.toString() : null,
-                value: m.value,
-                headers: Object.fromEntries(
-                  Object.entries(m.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? String(v[0]) : String(v)]),
-                ),
-              }));
-              try {
-                await handler(messages, {
-                  heartbeat: () =>
-                    heartbeat().catch((err: unknown) => {
-                      throw new PartitionsRevokedError(err);
-                    }),
-                  isStopping: () => stopping || !isRunning(),
-                });
-              } catch (err) {
-                if (!(err instanceof PartitionsRevokedError)) throw err;
-                // Stopping: leave the batch unresolved (uncommitted) and let disconnect go on.
-                if (stopping || !isRunning()) return;
-                // kafkajs rejoins the group on its own rebalance errors: hand it the original.
-                throw err.reason;
-              }
-              resolveOffset(batch.lastOffset());
-              await commitOffsetsIfNecessary();
-            },
-          });
+          start = async () => {
+            await consumer.connect();
+            await consumer.subscribe({ topics, fromBeginning: true });
+            await runConsumer();
+          };
+          const runConsumer = () =>
+            consumer.run({
+              // Batches of different partitions are applied side by side (each still in order).
+              partitionsConsumedConcurrently: options.partitionsConcurrently ?? 1,
+              autoCommit: true,
+              eachBatchAutoResolve: false,
+              eachBatch: async ({ batch, heartbeat, resolveOffset, commitOffsetsIfNecessary, isRunning, isStale }) => {
+                if (!isRunning() || isStale() || batch.messages.length === 0) return;
+                const messages: InboundMessage[] = batch.messages.map((m) => ({
+                  topic: batch.topic,
+                  partition: batch.partition,
+                  offset: m.offset,
+                  key: m.key ? m.key.toString() : null,
+                  value: m.value,
+                  headers: Object.fromEntries(
+                    Object.entries(m.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? String(v[0]) : String(v)]),
+                  ),
+                }));
+                try {
+                  await handler(messages, {
+                    heartbeat: () =>
+                      heartbeat().catch((err: unknown) => {
+                        throw new PartitionsRevokedError(err);
+                      }),
+                    isStopping: () => stopping || !isRunning(),
+                  });
+                } catch (err) {
+                  if (!(err instanceof PartitionsRevokedError)) throw err;
+                  // Stopping: leave the batch unresolved (uncommitted) and let disconnect go on.
+                  if (stopping || !isRunning()) return;
+                  // kafkajs rejoins the group on its own rebalance errors: hand it the original.
+                  throw err.reason;
+                }
+                resolveOffset(batch.lastOffset());
+                await commitOffsetsIfNecessary();
+              },
+            });
+          await start();
         },
         async stop() {
           stopping = true;
@@ -306,9 +346,7 @@ export function createKafkaBus({
           consumers.delete(consumer);
         },
         onCrash(listener) {
-          consumer.on(consumer.events.CRASH, (event) => {
-            if (!event.payload.restart) listener(event.payload.error);
-          });
+          crashListener = listener;
         },
       };
     },
