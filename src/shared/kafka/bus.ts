@@ -249,15 +249,22 @@ export function createKafkaBus({
     },
 
     consumerGroup(groupId, options = {}) {
-      const consumer = kafka.consumer({
-        groupId,
-        maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
-        maxBytes: 32 * 1024 * 1024,
-        sessionTimeout: options.sessionTimeoutMs ?? 30_000,
-        heartbeatInterval: Math.floor((options.sessionTimeoutMs ?? 30_000) / 10),
-        allowAutoTopicCreation: false,
-      });
-      consumers.add(consumer);
+      // A kafkajs consumer that crashed for good is not reliably started again: each start
+      // makes a fresh one (the group, its committed offsets and our handler stay the same).
+      const makeConsumer = () => {
+        const made = kafka.consumer({
+          groupId,
+          maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
+          maxBytes: 32 * 1024 * 1024,
+          sessionTimeout: options.sessionTimeoutMs ?? 30_000,
+          heartbeatInterval: Math.floor((options.sessionTimeoutMs ?? 30_000) / 10),
+          allowAutoTopicCreation: false,
+        });
+        consumers.add(made);
+        made.on(made.events.CRASH, (event) => onCrash(made, event.payload.error, event.payload.restart));
+        return made;
+      };
+      let consumer: Consumer | undefined;
       let stopping = false;
       let start: (() => Promise<void>) | null = null;
       let crashListener: (error: Error) => void = () => undefined;
@@ -270,8 +277,11 @@ export function createKafkaBus({
         const delayMs = Math.min(30_000, 500 * 2 ** Math.min(restarts++, 6));
         setTimeout(() => {
           if (stopping || !start) return;
-          consumer
+          const crashed = consumer!;
+          consumers.delete(crashed);
+          crashed
             .disconnect()
+            .catch(() => undefined)
             .then(() => start!())
             .then(
               () => (restarts = 0),
@@ -282,27 +292,25 @@ export function createKafkaBus({
             );
         }, delayMs).unref();
       };
-      consumer.on(consumer.events.CRASH, (event) => {
-        if (event.payload.restart || stopping) return;
-        if (isBrokerUnreachable(event.payload.error)) {
-          log.warn(
-            { err: event.payload.error, groupId },
-            'consumer stopped while the broker is away; starting it again',
-          );
+      function onCrash(crashed: Consumer, error: Error, kafkajsRestarts: boolean): void {
+        if (kafkajsRestarts || stopping || crashed !== consumer) return;
+        if (isBrokerUnreachable(error)) {
+          log.warn({ err: error, groupId }, 'consumer stopped while the broker is away; starting it again');
           restartLater();
         } else {
-          crashListener(event.payload.error);
+          crashListener(error);
         }
-      });
+      }
       return {
         async run(topics, handler) {
           start = async () => {
+            consumer = makeConsumer();
             await consumer.connect();
             await consumer.subscribe({ topics, fromBeginning: true });
-            await runConsumer();
+            await runConsumer(consumer);
           };
-          const runConsumer = () =>
-            consumer.run({
+          const runConsumer = (fresh: Consumer) =>
+            fresh.run({
               // Batches of different partitions are applied side by side (each still in order).
               partitionsConsumedConcurrently: options.partitionsConcurrently ?? 1,
               autoCommit: true,
@@ -342,6 +350,7 @@ export function createKafkaBus({
         },
         async stop() {
           stopping = true;
+          if (!consumer) return;
           await consumer.disconnect(); // waits for the running batch, then commits
           consumers.delete(consumer);
         },
