@@ -35,8 +35,10 @@ const kafkaRetryAfterSeconds = 5;
  *   name an id that never committed, and workers drop them after a grace period
  *   (see workers' orphan handling): no record stays "Queued" without its messages.
  * - A concurrent request with the same idempotency key blocks on the unique index until this
- *   one commits, then sees it as a replay: exactly one production per key. That row lock is the
- *   only lock held across the wait for Kafka (write callbacks must not take shared ones).
+ *   one commits, then sees it as a replay: exactly one production per key. That row lock and the
+ *   advisory lock on the new record's own id (shared/edge-lock.ts, so workers can tell a slow
+ *   commit from a rollback) are the only locks held across the wait for Kafka; write callbacks
+ *   must not take shared ones.
  */
 export async function recordThenProduce<T>(
   deps: Pick<WriteDeps, 'edgePool' | 'bus'>,
