@@ -45,6 +45,7 @@ import type { LoadParams, LoadResult } from './lib/load.js';
 import {
   brokerPid,
   cpuSeconds,
+  machineCores,
   phaseCpu,
   readMemory,
   resetPeak,
@@ -273,7 +274,13 @@ async function run() {
   await checkpoint(pool);
   const cpuB = phaseCpu(broker, dbName);
   const spawnedAt = Date.now();
-  workers = spawnTsx('src/workers/runner.ts', { ...childEnv, WORKERS: 'inbound' }, 'workers', profArgs);
+  // Any free port for its /metrics: a running stack's workers may hold the default.
+  workers = spawnTsx(
+    'src/workers/runner.ts',
+    { ...childEnv, WORKERS: 'inbound', WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' },
+    'workers',
+    profArgs,
+  );
   await workers.waitFor(/workers: running/);
   const readyAt = Date.now();
   const bDeadline = Date.now() + phaseTimeoutMs;
@@ -558,10 +565,6 @@ async function run() {
   writeFileSync(file, json);
   writeFileSync(join(dir, 'inbound-latest.json'), json);
   console.log(`results: ${file.slice(repoRoot.length)} (and bench/results/inbound-latest.json)`);
-}
-
-function machineCores(): number {
-  return Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()) || 1;
 }
 
 /** The server's `postgres` database: dropping ours must not depend on DATABASE_URL's database existing. */

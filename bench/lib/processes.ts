@@ -1,6 +1,6 @@
 // Child processes of bench/inbound.ts: the gateway, the worker runner, the load generator and the
 // bare producer each run as their own Node process (under tsx), and memory is read from /proc.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resultPrefix } from './stats.js';
 
@@ -265,4 +265,9 @@ export function phaseCpu(broker: number | null, dbName: string) {
       };
     },
   };
+}
+
+/** Cores this process may use (nproc honours CPU affinity, unlike os.cpus()). */
+export function machineCores(): number {
+  return Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()) || 1;
 }

@@ -80,7 +80,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
   const router = buildRouter(allRoutes(deps, oauth), {
     authenticate: createApiKeyAuthenticator(deps.pool, deps.config.authCacheTtlMs),
     authenticateAccessToken: oauth.authenticate,
-    rateLimit: createRateLimiter(deps.pool),
+    rateLimit: createRateLimiter(deps.pool, deps.config.rateLimitLeaseMax),
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,

@@ -28,12 +28,17 @@ const configSchema = z
     KAFKA_TOPIC_PARTITIONS: int(6, 1, 1000),
     KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
     KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6000, 300_000),
+    // 0: max(90 s, 3 × KAFKA_SESSION_TIMEOUT_MS). A healthy consumer is silent up to 5 s between fetches, up to 60 s in a rebalance.
+    KAFKA_CONSUMER_STALL_TIMEOUT_MS: int(0, 0, 3_600_000).refine((v) => v === 0 || v >= 10_000, {
+      message: 'must be 0 (the default) or at least 10000',
+    }),
     KAFKA_MAX_PENDING_BYTES: int(64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
     KAFKA_PARTITIONS_CONCURRENTLY: int(2, 1, 64),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
     AUTH_FAILURES_PER_MINUTE: int(60, 1, 1_000_000),
     RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
+    RATE_LIMIT_LEASE_MAX: int(50, 1, 10_000),
     BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
     BODY_READ_TIMEOUT_MS: int(30_000, 100, 600_000),
     IN_FLIGHT_CLIENT_SHARE_PERCENT: int(50, 1, 100),
@@ -73,6 +78,9 @@ const configSchema = z
       .regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names')
       .default(''),
     WORKER_HEARTBEAT_FILE: z.string().default(''),
+    // A worker's /metrics, /livez and /readyz (0: any free port, printed at start).
+    WORKER_HTTP_HOST: z.string().min(1).default('0.0.0.0'),
+    WORKER_HTTP_PORT: int(9464, 0, 65535),
   })
   .refine((c) => c.ORPHAN_GRACE_MS > c.KAFKA_PRODUCE_TIMEOUT_MS, {
     // A gateway commits its edge row only after Kafka acked, which may take up to the produce
@@ -95,6 +103,8 @@ export type Config = {
   kafkaProduceTimeoutMs: number;
   /** A consumer silent this long leaves its group; its partitions go to the others. */
   kafkaSessionTimeoutMs: number;
+  /** A worker's consumer silent this long with no batch in hand is replaced by a fresh one (0: the default). */
+  kafkaConsumerStallTimeoutMs: number;
   /** Bytes of produce calls not yet settled that a process holds at most (503 beyond). */
   kafkaMaxPendingBytes: number;
   /** Partitions one worker process applies side by side, per consumer group. */
@@ -104,6 +114,8 @@ export type Config = {
   /** Refused credentials per address and minute before 429 without a lookup. */
   authFailuresPerMinute: number;
   rateLimitPerMinute: number;
+  /** Most points of a client's window a gateway replica leases from PostgreSQL at once. */
+  rateLimitLeaseMax: number;
   bodyLimitBytes: number;
   /** A request body must arrive within this (408 beyond). */
   bodyReadTimeoutMs: number;
@@ -152,6 +164,10 @@ export type Config = {
   workers: string[];
   /** Touched every 10 s by the worker runner when set (container liveness). */
   workerHeartbeatFile: string;
+  /** Listen address of a worker process's /metrics, /livez and /readyz. */
+  workerHttpHost: string;
+  /** Their port (0: any free port; the runner prints the URL). */
+  workerHttpPort: number;
 };
 
 export class ConfigError extends Error {}
@@ -179,12 +195,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaTopicPartitions: c.KAFKA_TOPIC_PARTITIONS,
     kafkaProduceTimeoutMs: c.KAFKA_PRODUCE_TIMEOUT_MS,
     kafkaSessionTimeoutMs: c.KAFKA_SESSION_TIMEOUT_MS,
+    kafkaConsumerStallTimeoutMs: c.KAFKA_CONSUMER_STALL_TIMEOUT_MS,
     kafkaMaxPendingBytes: c.KAFKA_MAX_PENDING_BYTES,
     kafkaPartitionsConcurrently: c.KAFKA_PARTITIONS_CONCURRENTLY,
     logLevel: c.LOG_LEVEL,
     authCacheTtlMs: c.AUTH_CACHE_TTL_MS,
     authFailuresPerMinute: c.AUTH_FAILURES_PER_MINUTE,
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
+    rateLimitLeaseMax: c.RATE_LIMIT_LEASE_MAX,
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     bodyReadTimeoutMs: c.BODY_READ_TIMEOUT_MS,
     inFlightClientSharePercent: c.IN_FLIGHT_CLIENT_SHARE_PERCENT,
@@ -216,6 +234,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((s) => s.trim())
       .filter(Boolean),
     workerHeartbeatFile: c.WORKER_HEARTBEAT_FILE,
+    workerHttpHost: c.WORKER_HTTP_HOST,
+    workerHttpPort: c.WORKER_HTTP_PORT,
   };
 }
 

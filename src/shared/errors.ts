@@ -113,7 +113,7 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly fieldErrors: FieldErrors | null = null,
-    readonly details: unknown = null,
+    readonly details: Record<string, unknown> | null = null,
     /** Seconds after which a retry may succeed (rate limit, unavailable). */
     readonly retryAfterSeconds: number | null = null,
   ) {

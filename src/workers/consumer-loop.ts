@@ -7,6 +7,7 @@ import {
 import { classifyFailure } from '../shared/db/errors.js';
 import { failedMessageOf } from './permanent-error.js';
 import { deadLetterTopic, type WorkerDeps, type WorkerKind } from './worker-kind.js';
+import { noWorkerMetrics, type MessageOutcome } from './worker-metrics.js';
 
 export type RetryPolicy = { attempts: number; baseDelayMs: number; maxDelayMs: number };
 export const defaultRetryPolicy: RetryPolicy = { attempts: 5, baseDelayMs: 200, maxDelayMs: 10_000 };
@@ -70,6 +71,10 @@ export async function runWorkerKind(
   policy: RetryPolicy = defaultRetryPolicy,
 ): Promise<void> {
   const log = deps.logger.child({ worker: kind.name });
+  const metrics = deps.metrics ?? noWorkerMetrics;
+  const count = (outcome: MessageOutcome, messages: number) => {
+    if (messages > 0) metrics.messages(kind.name, outcome, messages);
+  };
   const originOf = (m: InboundMessage) => `${m.topic}/${m.partition}/${m.offset}`;
   const backoffMs = (failures: number) => Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.min(failures, 10));
 
@@ -127,6 +132,7 @@ export async function runWorkerKind(
       },
     ]);
     log.error({ err: error, origin }, 'message dead-lettered');
+    count('dead_lettered', 1);
     await reportDeadLetter(message, error, ctx);
   }
 
@@ -159,6 +165,8 @@ export async function runWorkerKind(
           ctx,
         );
         settle(run);
+        count('applied', run.length);
+        metrics.applyDuration(kind.name, (performance.now() - started) / 1000);
         continue;
       } catch (err) {
         const error = asError(err);
@@ -175,6 +183,7 @@ export async function runWorkerKind(
         if (at < 0) {
           // Unattributed: all we know is that the batch failed.
           if (!outage) batchFailures++;
+          count('failed_attempt', run.length);
           const what = `batch of ${run.length}`;
           log.warn({ err: error, what, verdict, failures: batchFailures, outage, durationMs }, 'worker attempt failed');
           if (verdict === 'permanent' || batchFailures >= policy.attempts) {
@@ -187,8 +196,10 @@ export async function runWorkerKind(
         }
 
         settle(run.slice(0, at)); // applied before the failure
+        count('applied', at);
         const failed = run[at]!;
         if (!outage) failed.failures++;
+        count('failed_attempt', 1);
         log.warn(
           {
             err: error,

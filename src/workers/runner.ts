@@ -22,6 +22,9 @@ try {
     config,
     logger,
     names.map((n) => workerKinds[n]!),
+    undefined,
+    // Before Kafka is waited for: /livez answers while a worker waits for the broker.
+    { onListening: (url) => process.stdout.write(`workers: metrics on ${url}\n`) },
   );
   process.stdout.write(`workers: running ${names.join(', ') || '(no kinds registered)'}\n`);
   onShutdownSignal(logger, config.shutdownTimeoutMs, workers.stop);

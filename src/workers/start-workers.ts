@@ -5,6 +5,8 @@ import { isBrokerUnreachable } from '../shared/kafka/availability.js';
 import { createKafkaBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
 import { runWorkerKind, type RetryPolicy } from './consumer-loop.js';
+import type { WorkersState } from './ops/readiness.js';
+import { startWorkerOps } from './ops/worker-ops.js';
 import type { WorkerDeps, WorkerKind } from './worker-kind.js';
 
 export type RunningWorkers = { stop(): Promise<void> };
@@ -36,12 +38,17 @@ async function untilBrokerAnswers(logger: Logger, worker: string, start: () => P
   }
 }
 
-/** The workers' composition root: one pool and bus per process, one consumer group per kind. */
+/**
+ * The workers' composition root: one pool and bus per process, one consumer group per kind. With
+ * `serve`, the process also serves /metrics, /livez and /readyz (WORKER_HTTP_HOST/PORT), from
+ * before it waits for Kafka until it has stopped.
+ */
 export async function startWorkers(
   config: Config,
   logger: Logger,
   kinds: HostedWorker[],
   retryPolicy?: RetryPolicy,
+  serve?: { onListening(url: string): void },
 ): Promise<RunningWorkers> {
   const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-workers', {
     onConnectionError: (err) => logger.warn({ err }, 'postgres connection failed'),
@@ -53,11 +60,33 @@ export async function startWorkers(
     maxPendingBytes: config.kafkaMaxPendingBytes,
     logger,
   });
-  const deps: WorkerDeps = { config, logger, pool, bus };
   const consumerKinds = kinds.filter((kind): kind is WorkerKind => !isPolling(kind));
+  const groupIdOf = (kind: WorkerKind) => `${config.kafkaTopicPrefix}${kind.groupId}`;
+  let state: WorkersState = 'starting';
+  const ops = serve
+    ? await startWorkerOps({
+        config,
+        logger,
+        bus,
+        consumers: consumerKinds.map((kind) => ({
+          kind: kind.name,
+          groupId: groupIdOf(kind),
+          topics: kind.topics(config).map((t) => t.topic),
+        })),
+        pollers: kinds.filter(isPolling).map((kind) => kind.name),
+        state: () => state,
+      }).catch(async (err: unknown) => {
+        await bus.close();
+        await pool.end();
+        throw err;
+      })
+    : undefined;
+  if (ops) serve?.onListening(ops.url);
+  const deps: WorkerDeps = { config, logger, pool, bus, metrics: ops?.metrics };
   const groups = consumerKinds.map((kind) => {
-    const group = bus.consumerGroup(`${config.kafkaTopicPrefix}${kind.groupId}`, {
+    const group = bus.consumerGroup(groupIdOf(kind), {
       sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+      stallTimeoutMs: config.kafkaConsumerStallTimeoutMs,
       partitionsConcurrently: config.kafkaPartitionsConcurrently,
     });
     group.onCrash((error) => {
@@ -67,12 +96,19 @@ export async function startWorkers(
     });
     return { kind, group };
   });
-  await Promise.all(
-    groups.map(({ kind, group }) =>
-      untilBrokerAnswers(logger, kind.name, () => runWorkerKind(kind, group, deps, retryPolicy)),
-    ),
-  );
-  const pollers = await Promise.all(kinds.filter(isPolling).map((kind) => kind.start(deps)));
+  let pollers: { stop(): Promise<void> }[];
+  try {
+    await Promise.all(
+      groups.map(({ kind, group }) =>
+        untilBrokerAnswers(logger, kind.name, () => runWorkerKind(kind, group, deps, retryPolicy)),
+      ),
+    );
+    pollers = await Promise.all(kinds.filter(isPolling).map((kind) => kind.start(deps)));
+  } catch (err) {
+    await ops?.close();
+    throw err;
+  }
+  state = 'running';
 
   // Keeps the process alive until a signal arrives, even with no kind to host, and touches the
   // liveness file for container health checks when one is configured.
@@ -86,11 +122,13 @@ export async function startWorkers(
 
   return {
     async stop() {
+      state = 'stopping'; // /readyz answers 503 from now on
       clearInterval(heartbeat);
       // Each group finishes its batch in hand and commits before leaving.
       await Promise.all([...groups.map(({ group }) => group.stop()), ...pollers.map((p) => p.stop())]);
       await bus.close();
       await pool.end();
+      await ops?.close();
     },
   };
 }

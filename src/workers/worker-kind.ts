@@ -2,8 +2,16 @@ import type { Config } from '../shared/config.js';
 import type { Pool } from '../shared/db/pool.js';
 import type { BatchContext, InboundMessage, MessageBus, TopicSpec } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
+import type { WorkerMetrics } from './worker-metrics.js';
 
-export type WorkerDeps = { config: Config; logger: Logger; pool: Pool; bus: MessageBus };
+export type WorkerDeps = {
+  config: Config;
+  logger: Logger;
+  pool: Pool;
+  bus: MessageBus;
+  /** Outcome counters for /metrics; absent: nothing is counted. */
+  metrics?: WorkerMetrics;
+};
 
 /**
  * One kind of worker: a consumer group over its topics and a typed handler. The runner

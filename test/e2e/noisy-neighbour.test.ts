@@ -8,7 +8,7 @@ import { makeTargets } from '../support/targets.js';
 // client's requests all succeed (no 503 from slots the abuser holds) and /livez keeps answering;
 // the latencies are printed (figures, not assertions: this machine is shared; and the gateway runs
 // in this test process, so the abuser's own client work shares its event loop and the abused
-// figures overstate what a separate gateway process sees).
+// figures overstate what a separate gateway process sees: `npm run bench:noisy` measures that).
 const suite = useGatewaySuite({ env: () => ({ BODY_READ_TIMEOUT_MS: '3000' }) });
 
 const percentile = (values: number[], q: number) => {

@@ -65,7 +65,17 @@ describe('route suggestion budgets', () => {
     }, 120_000);
     leaving.abort();
     expect(await abandoned).toBeInstanceOf(Error);
-    const next = await suite.api.post(path(id), { headers: bearer(key()), body: plan });
+    // The gateway sees the disconnect a moment later: until then the slot may still be taken.
+    const next = await eventually(async () => {
+      const res = await suite.api.post(path(id), { headers: bearer(key()), body: plan });
+      return res.status === 503 ? undefined : res;
+    }, 60_000);
     expect(next.status, next.text).toBe(422);
+    // It was stopped because its client left, not by its budget: logged as 499, not 422 or 500.
+    const drafts = suite.gateway
+      .logLines()
+      .filter((l) => l.msg === 'request' && l.route === '/api/v1/import-jobs/{id}/route-suggestion');
+    expect(drafts.map((l) => l.status).filter((s) => s !== 503)).toEqual([422, 499, 422]);
+    expect(suite.gateway.logLines().filter((l) => l.msg === 'unhandled error')).toEqual([]);
   }, 300_000);
 });

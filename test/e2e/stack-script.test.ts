@@ -72,6 +72,7 @@ beforeAll(async () => {
     KAFKA_PORT: String(port + 1),
     KAFKA_CONTROLLER_PORT: String(port + 2),
     KAFKA_BROKERS: `127.0.0.1:${port + 1}`,
+    WORKER_HTTP_PORT: String(port + 3),
     DATABASE_URL: db.url,
     STATE_DIR: stateDir,
   };
@@ -91,6 +92,8 @@ describe('scripts/stack', () => {
     const up = await stack('up');
     expect(up.stdout).toContain(`gateway: http://127.0.0.1:${port}`);
     expect(await readyStatus()).toBe(200);
+    expect(up.stdout).toContain(`worker metrics: http://127.0.0.1:${port + 3}/metrics`);
+    expect((await fetch(`http://127.0.0.1:${port + 3}/livez`)).status).toBe(200);
 
     const again = await stack('up');
     expect(again.stdout).toContain('gateway already running');

@@ -1,34 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startThrowawayKafka, type ThrowawayKafka } from '../support/throwaway-kafka.js';
-import { finishScenario, killAllFleets, startScenario, testPool, waitFor } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { useBrokerAndDatabase } from './fault-environment.js';
+import { finishScenario, startScenario, waitFor } from './harness.js';
 import { scaled } from '../support/time-scale.js';
 
 // Issue 11, scenario B: the broker (one of this file's own; never the shared one) SIGKILLed and,
 // separately, stopped (scripts/kafka down) while clients post and read; then brought back. No
 // process may exit; while it is down writes answer 503 with Retry-After, reads 200 as usual, the
 // integration health 200 "Degraded"; every acknowledged write ends applied exactly once.
-let kafka: ThrowawayKafka;
-let db: TestDatabase;
-let pool: pg.Pool;
-
-beforeAll(async () => {
-  // Both in parallel, but each kept as soon as it exists: if one fails, afterAll still removes the other.
-  const [k, d] = await Promise.allSettled([startThrowawayKafka(), createTestDatabase()]);
-  if (k.status === 'fulfilled') kafka = k.value;
-  if (d.status === 'fulfilled') db = d.value;
-  if (k.status === 'rejected') throw k.reason;
-  if (d.status === 'rejected') throw d.reason;
-  pool = testPool(db.url);
-}, scaled(300_000));
-
-afterAll(async () => {
-  await killAllFleets();
-  await pool?.end();
-  await db?.drop();
-  await kafka?.destroy();
-}, scaled(180_000));
+const env = useBrokerAndDatabase();
 
 describe.each(['SIGKILL', 'down'] as const)('broker %s under load', (how) => {
   it(
@@ -36,17 +15,17 @@ describe.each(['SIGKILL', 'down'] as const)('broker %s under load', (how) => {
     async () => {
       const s = await startScenario({
         name: `kafka-${how}`,
-        pool,
-        databaseUrl: db.url,
-        brokers: kafka.brokers,
+        pool: env.pool,
+        databaseUrl: env.db.url,
+        brokers: env.kafka.brokers,
         workers: { workers: 'inbound,jobs' },
       });
       const { load } = s;
       const warm = await load.waitForAcks(30, 0, 120_000);
 
       const fault = load.faultStart();
-      if (how === 'SIGKILL') await kafka.kill();
-      else await kafka.stop();
+      if (how === 'SIGKILL') await env.kafka.kill();
+      else await env.kafka.stop();
       load.markDown();
       await waitFor(
         () =>
@@ -55,7 +34,7 @@ describe.each(['SIGKILL', 'down'] as const)('broker %s under load', (how) => {
         60_000,
       );
       load.markUp();
-      await kafka.start();
+      await env.kafka.start();
       load.faultEnd();
       const recovered = await load.waitForAcks(30, fault.end!, 180_000);
 

@@ -67,7 +67,8 @@ function spawnService(entry: string, env: NodeJS.ProcessEnv, readyLine: RegExp, 
 export function spawnWorkers(config: Config, kinds: string, extra: Record<string, string> = {}) {
   const service = spawnService(
     'src/workers/runner.ts',
-    processEnv(config, { WORKERS: kinds, ...extra }),
+    // Any free port for /metrics, /livez, /readyz: tests run many workers side by side.
+    processEnv(config, { WORKERS: kinds, WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0', ...extra }),
     /workers: running/,
     'worker',
   );

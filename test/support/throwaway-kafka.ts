@@ -16,8 +16,11 @@ async function alive(pid: number): Promise<boolean> {
   }
 }
 
-/** A second broker of the project's own script, on its own ports and state dir, for fault tests. */
-export async function startThrowawayKafka() {
+/**
+ * A second broker of the project's own script, on its own ports and state dir, for fault tests.
+ * `extraConfig`: server.properties lines that override the script's (KAFKA_EXTRA_CONFIG).
+ */
+export async function startThrowawayKafka(extraConfig = '') {
   const port = 20000 + Math.floor(Math.random() * 20000);
   const stateDir = await mkdtemp(join(tmpdir(), 'connect-kafka-'));
   const env = {
@@ -29,7 +32,8 @@ export async function startThrowawayKafka() {
   // scripts/kafka keeps the JVM's pid here (see "Per port" in the script's header).
   const nodeDir = join(stateDir, `kafka-${port}`);
   const pidFile = join(nodeDir, 'kafka.pid');
-  const kafka = (command: string) => run('scripts/kafka', [command], { env, timeout: 180_000 });
+  const kafka = (command: string, config = extraConfig) =>
+    run('scripts/kafka', [command], { env: { ...env, KAFKA_EXTRA_CONFIG: config }, timeout: 180_000 });
 
   /** The broker's pid, only if it is our JVM (command line names kafka.Kafka and our config). */
   async function brokerPid(): Promise<number | null> {
@@ -53,7 +57,8 @@ export async function startThrowawayKafka() {
     port,
     /** `scripts/kafka down`: SIGTERM, a controlled shutdown (SIGKILL only after 30 s). */
     stop: () => kafka('down'),
-    start: () => kafka('up'),
+    /** `scripts/kafka up`, with other extra config lines when given. */
+    start: (config?: string) => kafka('up', config),
     /** SIGKILL of the broker's JVM, as in a crash; resolves once it is gone. */
     async kill() {
       const pid = await brokerPid();

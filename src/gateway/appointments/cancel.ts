@@ -10,7 +10,7 @@ import { markCancelled, requestOfCancelKey } from './store.js';
 export type CancelBody = { reason: string; cancelledBy: string };
 export type CancelResult = { body: { id: string; status: 'Cancelled'; cancelledAt: string }; replayed: boolean };
 
-const idempotencyConflict = (message: string, details: unknown) =>
+const idempotencyConflict = (message: string, details: Record<string, unknown> | null) =>
   new AppError('idempotency_conflict', message, null, details);
 
 /**

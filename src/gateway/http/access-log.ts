@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Logger } from '../../shared/logger.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
+import { clientClosedRequest } from './client-left.js';
 import type { GatewayState } from './state.js';
 
 /** One JSON line per request, and the request metrics. Never logs headers or bodies. */
@@ -12,7 +13,8 @@ export const accessLog =
     } finally {
       const seconds = Number(process.hrtime.bigint() - ctx.state.startedAt) / 1e9;
       const route = ctx.state.routeTemplate ?? 'unmatched';
-      metrics.observeRequest(ctx.method, route, ctx.status, seconds);
+      const status = ctx.state.clientLeft ? clientClosedRequest : ctx.status;
+      metrics.observeRequest(ctx.method, route, status, seconds);
       logger.info(
         {
           requestId: ctx.state.requestId,
@@ -20,7 +22,7 @@ export const accessLog =
           clientId: ctx.state.client?.clientId ?? null,
           method: ctx.method,
           route,
-          status: ctx.status,
+          status,
           durationMs: Math.round(seconds * 1e6) / 1e3,
         },
         'request',

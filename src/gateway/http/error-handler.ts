@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { isConnectionError } from '../../shared/db/errors.js';
 import { AppError, unavailable } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
+import { ClientLeftError } from './client-left.js';
 import { renderError, statusOfKind } from './error-mapping.js';
 import { sendJson } from './negotiate.js';
 import type { GatewayState } from './state.js';
@@ -20,6 +21,10 @@ export const errorHandler =
         throw new AppError('method_not_allowed', `${ctx.method} is not supported here; see the Allow header.`);
       }
     } catch (thrown) {
+      if (thrown instanceof ClientLeftError) {
+        ctx.state.clientLeft = true; // no one to answer; the access log records 499
+        return;
+      }
       const err = toAppError(thrown);
       const status = statusOfKind[err.kind];
       if (status >= 500 && err.kind === 'internal') {

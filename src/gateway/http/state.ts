@@ -17,6 +17,8 @@ export type GatewayState = {
   /** Response media types this route documents (default: the JSON trio), for Accept. */
   responseMediaTypes?: readonly string[];
   client?: AuthenticatedClient;
+  /** The client disconnected before its answer (logged and counted as 499). */
+  clientLeft?: boolean;
 };
 
 export type GatewayContext = ParameterizedContext<GatewayState>;

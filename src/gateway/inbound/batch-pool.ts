@@ -27,7 +27,12 @@ export function createBatchPreparer(limits: BatchLimits, threads: number): Batch
     async prepare(bytes) {
       if (bytes.length < inlineBelowBytes) return prepareBatch(bytes, limits);
       pool ??= new Piscina({ filename: taskFile(), minThreads: 0, maxThreads: threads, idleTimeout: 60_000 });
-      const reply = (await pool.run({ bytes, limits })) as PrepareReply;
+      // The body is handed over to the thread when it owns its memory (it is not read here again).
+      const owns = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+      const reply = (await pool.run(
+        { bytes, limits },
+        owns ? { transferList: [bytes.buffer as ArrayBuffer] } : {},
+      )) as PrepareReply;
       // A Buffer arrives as a plain Uint8Array; PostgreSQL's driver takes Buffers as bytea.
       if (reply.ok) return { ...reply.batch, requestHash: Buffer.from(reply.batch.requestHash) };
       const e = reply.error;

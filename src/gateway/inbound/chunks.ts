@@ -8,50 +8,53 @@ export type ChunkItem = { index: number; target: TargetFields };
 /**
  * Serialises each accepted target once and cuts the JSON texts into chunks of at most maxBytes
  * (in item order), so no Kafka message nears the broker's size limit whatever the targets weigh.
- * The texts are reused to build the messages: each item is turned into JSON exactly once.
+ * A chunk is the UTF-8 of its items' JSON texts joined by commas, spliced into its message as is
+ * (withItems): each item is turned into JSON exactly once, and a chunk made in a worker thread
+ * crosses to the event loop as bytes it can take over without copying (prepare-batch-task.ts).
  */
-export function cutIntoChunks(items: readonly ChunkItem[], maxBytes: number): string[][] {
-  const chunks: string[][] = [];
+export function cutIntoChunks(items: readonly ChunkItem[], maxBytes: number): Buffer[] {
+  const chunks: Buffer[] = [];
   let current: string[] = [];
   let size = 0;
   for (const item of items) {
     const json = JSON.stringify(item);
     const bytes = Buffer.byteLength(json) + 1;
     if (current.length > 0 && size + bytes > maxBytes) {
-      chunks.push(current);
+      chunks.push(Buffer.from(current.join(',')));
       current = [];
       size = 0;
     }
     current.push(json);
     size += bytes;
   }
-  if (current.length > 0) chunks.push(current);
+  if (current.length > 0) chunks.push(Buffer.from(current.join(',')));
   return chunks;
 }
 
+const itemsTail = '"items":[]}}';
+
 /**
- * The message text of an envelope whose payload ends with `items`, with the items' JSON texts
+ * The message bytes of an envelope whose payload ends with `items`, with a chunk's item texts
  * spliced in (JSON.stringify puts `payload` last in the envelope and `items` last in it).
  */
-export function withItems(envelopeWithEmptyItems: object, itemJson: readonly string[]): string {
+export function withItems(envelopeWithEmptyItems: object, chunk: Uint8Array): Buffer {
   const text = JSON.stringify(envelopeWithEmptyItems);
-  const tail = '"items":[]}}';
-  if (!text.endsWith(tail)) throw new Error('envelope must end with payload.items');
-  return `${text.slice(0, -tail.length)}"items":[${itemJson.join(',')}]}}`;
+  if (!text.endsWith(itemsTail)) throw new Error('envelope must end with payload.items');
+  return Buffer.concat([Buffer.from(`${text.slice(0, -itemsTail.length)}"items":[`), chunk, Buffer.from(']}}')]);
 }
 
 /** The Kafka messages of one import job: one `inbound.targets.chunk` v1 per chunk, keyed by the job. */
 export function chunkMessages(
   importJobId: string,
   sourceSystem: string,
-  chunks: readonly string[][],
+  chunks: readonly Uint8Array[],
   meta: { tenantId: string; clientId: string; requestId: string | null; correlationId: string | null },
 ): OutboundMessage[] {
-  return chunks.map((itemJson, chunkIndex) => {
+  return chunks.map((chunk, chunkIndex) => {
     const payload: ChunkPayload = { importJobId, sourceSystem, chunkIndex, chunkCount: chunks.length, items: [] };
     return {
       key: importJobId,
-      value: withItems(envelope(chunkMessageType, chunkMessageVersion, meta, payload), itemJson),
+      value: withItems(envelope(chunkMessageType, chunkMessageVersion, meta, payload), chunk),
       headers: { 'message-type': chunkMessageType, 'message-version': String(chunkMessageVersion) },
     };
   });

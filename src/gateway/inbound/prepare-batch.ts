@@ -9,7 +9,7 @@ import { validateTargets } from './validate-targets.js';
 
 export type BatchLimits = { maxTargets: number; chunkMaxBytes: number };
 
-/** A batch ready to record and produce: only strings and numbers, cheap to pass between threads. */
+/** A batch ready to record and produce: plain data and bytes, cheap to pass between threads. */
 export type PreparedBatch = {
   sourceSystem: string;
   externalBatchId: string | null;
@@ -20,7 +20,7 @@ export type PreparedBatch = {
   errors: { index: number; externalId: string | null; field: string | null; message: string }[];
   errorsOmitted: number;
   /** The accepted targets' JSON texts, cut into Kafka-sized chunks (see cutIntoChunks). */
-  chunks: string[][];
+  chunks: Uint8Array[];
 };
 
 /**

@@ -11,6 +11,7 @@ import type { GatewayContext, GatewayState } from '../http/state.js';
 import { fieldName, parseOrThrow } from '../http/validate.js';
 import { InFlightSlots } from '../http/in-flight.js';
 import { rateLimitedError, type RateLimiter } from '../rate-limit/rate-limiter.js';
+import { ClientLeftError } from '../http/client-left.js';
 import type { RouteDefinition } from './route-definition.js';
 
 export type PipelineDeps = {
@@ -147,7 +148,7 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     // The client leaving before its answer is sent aborts the handler's long work.
     const left = new AbortController();
     ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) left.abort(new Error('the client disconnected'));
+      if (!ctx.res.writableFinished) left.abort(new ClientLeftError());
     });
     const result = await route.handler({
       ...input,

@@ -12,6 +12,8 @@ export type PoolOptions = {
   onConnectionError?: (err: Error) => void;
   /** How long pool.connect() waits for a free connection before it fails. */
   connectionTimeoutMs?: number;
+  /** PostgreSQL's statement_timeout on every connection (the server stops longer statements). */
+  statementTimeoutMs?: number;
 };
 
 /**
@@ -22,13 +24,19 @@ export type PoolOptions = {
  * broken client when it is released.
  */
 export function createPool(databaseUrl: string, max: number, applicationName: string, options: PoolOptions = {}): Pool {
-  const report = options.onConnectionError ?? (() => undefined);
+  const report = (err: Error) => {
+    // pg-pool hangs the whole client (its connection, parser state) on an idle client's error:
+    // a log line must not carry it.
+    delete (err as { client?: unknown }).client;
+    options.onConnectionError?.(err);
+  };
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     application_name: applicationName,
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
     idleTimeoutMillis: 30_000,
+    ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
   });
   pool.on('error', report); // an idle client's connection failed
   pool.on('connect', (client) => client.on('error', report)); // a checked-out client's did

@@ -4,63 +4,49 @@ import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type Producer
 import type { Logger } from '../logger.js';
 import { withTimeout } from '../timeout.js';
 import { isBrokerUnreachable, trackBrokerAvailability } from './availability.js';
+import { createConsumerGroup, type ConsumerGroup, type ConsumerGroupOptions } from './consumer-group.js';
 import { kafkajsLogCreator } from './kafkajs-logging.js';
+import { createThreadedProducer } from './producer-thread.js';
+
+export {
+  PartitionsRevokedError,
+  type BatchContext,
+  type BatchHandler,
+  type ConsumerGroup,
+  type ConsumerGroupOptions,
+  type InboundMessage,
+} from './consumer-group.js';
 
 export type OutboundMessage = { key: string; value: string | Buffer; headers?: Record<string, string> };
-export type InboundMessage = {
-  topic: string;
-  partition: number;
-  offset: string;
-  key: string | null;
-  value: Buffer | null;
-  headers: Record<string, string>;
-};
 export type TopicSpec = { topic: string; partitions: number; configs?: Record<string, string> };
 
-export type BatchContext = {
-  /** Throws PartitionsRevokedError when this member must give the batch up (rebalance, broker gone). */
-  heartbeat(): Promise<void>;
-  isStopping(): boolean;
-};
-
-/**
- * The group took this batch's partition away (a member joined or left, the coordinator moved) or
- * the broker stopped answering heartbeats: abandon the batch, uncommitted, so the group's next
- * owner applies it again (applies are idempotent). Never a verdict on the messages.
- */
-export class PartitionsRevokedError extends Error {
-  constructor(readonly reason: unknown) {
-    super(`partition ownership lost: ${(reason as Error)?.message ?? String(reason)}`);
-  }
-}
+/** Messages of one partition that a consumer group has not committed yet. */
+export type PartitionLag = { topic: string; partition: number; lag: number };
 
 /** Thrown by produce() while the broker is known unreachable, without waiting. */
 export class BrokerUnavailableError extends Error {}
-
-/** Handles one fetched batch of one partition; throwing means "not processed, fetch again". */
-export type BatchHandler = (messages: InboundMessage[], ctx: BatchContext) => Promise<void>;
-
-export interface ConsumerGroup {
-  run(topics: string[], handler: BatchHandler): Promise<void>;
-  /** Waits for the batch in hand, commits its offsets and leaves the group. */
-  stop(): Promise<void>;
-  onCrash(listener: (error: Error) => void): void;
-}
 
 export interface MessageBus {
   ensureTopics(topics: TopicSpec[]): Promise<void>;
   /** Topics produce() makes sure exist (once, on first use) before sending. */
   declareTopics(topics: TopicSpec[]): void;
-  /** Resolves only when every message is acknowledged by all in-sync replicas (acks=all). */
+  /**
+   * Resolves only when every message is acknowledged by all in-sync replicas (acks=all). Large
+   * calls go through the producer thread, which takes over Buffer values that own their memory:
+   * do not read a message's value after the call.
+   */
   produce(topic: string, messages: OutboundMessage[]): Promise<void>;
   /** False while the broker is known unreachable: produce() would fail at once. */
   available(): boolean;
   /** Throws when no broker answers within timeoutMs. */
   ping(timeoutMs: number): Promise<void>;
-  consumerGroup(
-    groupId: string,
-    options?: { maxBytesPerPartition?: number; sessionTimeoutMs?: number; partitionsConcurrently?: number },
-  ): ConsumerGroup;
+  /**
+   * Per partition of topics: end offset minus the group's committed offset (a partition the group
+   * has committed nothing for counts from its first retained offset, as the group starts from the
+   * beginning). Throws when the broker does not answer within timeoutMs.
+   */
+  consumerLag(groupId: string, topics: string[], timeoutMs: number): Promise<PartitionLag[]>;
+  consumerGroup(groupId: string, options?: ConsumerGroupOptions): ConsumerGroup;
   close(): Promise<void>;
 }
 
@@ -84,6 +70,12 @@ export type KafkaOptions = {
 
 /** Bytes of messages one producer.send carries at most (a single larger message goes alone). */
 const maxSendBytes = 1024 * 1024;
+
+/**
+ * produce() calls of at least this many bytes go through the producer thread (producer-thread.ts):
+ * encoding them would block the event loop, and small writes need not queue behind them.
+ */
+const threadedFromBytes = 64 * 1024;
 
 function groupsOfBytes(messages: OutboundMessage[], maxBytes: number): OutboundMessage[][] {
   const groups: OutboundMessage[][] = [];
@@ -145,6 +137,7 @@ export function createKafkaBus({
   });
   const admin: Admin = kafka.admin();
   const probe: Admin = probeKafka.admin();
+  const bulkProducer = createThreadedProducer({ brokers, clientId: `${clientId}-bulk`, log });
   const connectProducer = memoConnect(() => producer.connect());
   const connectAdmin = memoConnect(() => admin.connect());
   const connectProbe = memoConnect(() => probe.connect());
@@ -219,13 +212,16 @@ export function createKafkaBus({
         });
         // kafkajs puts all messages of one partition into ONE record batch, which the broker
         // refuses beyond max.message.bytes: send in groups of at most maxSendBytes, one by one.
-        const send = Promise.all([connectProducer(), topicsReady]).then(async () => {
+        const threaded = bytes >= threadedFromBytes;
+        const send = Promise.all([threaded ? undefined : connectProducer(), topicsReady]).then(async () => {
           for (const group of groupsOfBytes(messages, maxSendBytes)) {
-            await producer.send({
-              topic,
-              acks: -1,
-              messages: group.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
-            });
+            if (threaded) await bulkProducer.send(topic, group);
+            else
+              await producer.send({
+                topic,
+                acks: -1,
+                messages: group.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+              });
           }
         });
         void send.then(
@@ -248,122 +244,54 @@ export function createKafkaBus({
       );
     },
 
+    // Through the probe's client (no retries): a scrape while the broker is away fails fast
+    // instead of leaving retrying requests behind.
+    async consumerLag(groupId, topics, timeoutMs) {
+      const read = async () => {
+        await connectProbe();
+        const [committed, ends] = await Promise.all([
+          probe.fetchOffsets({ groupId, topics }),
+          Promise.all(topics.map(async (topic) => ({ topic, partitions: await probe.fetchTopicOffsets(topic) }))),
+        ]);
+        const committedAt = new Map(
+          committed.flatMap((t) => t.partitions.map((p) => [`${t.topic}/${p.partition}`, Number(p.offset)] as const)),
+        );
+        return ends.flatMap(({ topic, partitions }) =>
+          partitions.map((p) => {
+            const done = committedAt.get(`${topic}/${p.partition}`) ?? -1; // -1: nothing committed
+            const from = done >= 0 ? done : Number(p.low);
+            return { topic, partition: p.partition, lag: Math.max(0, Number(p.high) - from) };
+          }),
+        );
+      };
+      return withTimeout(read(), timeoutMs, 'kafka consumer lag');
+    },
+
     consumerGroup(groupId, options = {}) {
-      // A kafkajs consumer that crashed for good is not reliably started again: each start
-      // makes a fresh one (the group, its committed offsets and our handler stay the same).
-      const makeConsumer = () => {
-        const made = kafka.consumer({
-          groupId,
-          maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
-          maxBytes: 32 * 1024 * 1024,
-          sessionTimeout: options.sessionTimeoutMs ?? 30_000,
-          heartbeatInterval: Math.floor((options.sessionTimeoutMs ?? 30_000) / 10),
-          allowAutoTopicCreation: false,
-        });
-        consumers.add(made);
-        made.on(made.events.CRASH, (event) => onCrash(made, event.payload.error, event.payload.restart));
-        return made;
-      };
-      let consumer: Consumer | undefined;
-      let stopping = false;
-      let start: (() => Promise<void>) | null = null;
-      let crashListener: (error: Error) => void = () => undefined;
-      // kafkajs gives a consumer up for good on some errors of a broker that is away (e.g. "Failed
-      // to find group coordinator" while it restarts). That is no reason for the process to die:
-      // start the consumer again, with backoff, until the broker answers. Other crashes go to the
-      // listener (the runner exits, and its supervisor restarts it).
-      let restarts = 0;
-      const restartLater = () => {
-        const delayMs = Math.min(30_000, 500 * 2 ** Math.min(restarts++, 6));
-        setTimeout(() => {
-          if (stopping || !start) return;
-          const crashed = consumer!;
-          consumers.delete(crashed);
-          crashed
-            .disconnect()
-            .catch(() => undefined)
-            .then(() => start!())
-            .then(
-              () => (restarts = 0),
-              (err: unknown) => {
-                log.warn({ err, groupId }, 'consumer could not start again yet; retrying');
-                restartLater();
-              },
-            );
-        }, delayMs).unref();
-      };
-      function onCrash(crashed: Consumer, error: Error, kafkajsRestarts: boolean): void {
-        if (kafkajsRestarts || stopping || crashed !== consumer) return;
-        if (isBrokerUnreachable(error)) {
-          log.warn({ err: error, groupId }, 'consumer stopped while the broker is away; starting it again');
-          restartLater();
-        } else {
-          crashListener(error);
-        }
-      }
-      return {
-        async run(topics, handler) {
-          start = async () => {
-            consumer = makeConsumer();
-            await consumer.connect();
-            await consumer.subscribe({ topics, fromBeginning: true });
-            await runConsumer(consumer);
-          };
-          const runConsumer = (fresh: Consumer) =>
-            fresh.run({
-              // Batches of different partitions are applied side by side (each still in order).
-              partitionsConsumedConcurrently: options.partitionsConcurrently ?? 1,
-              autoCommit: true,
-              eachBatchAutoResolve: false,
-              eachBatch: async ({ batch, heartbeat, resolveOffset, commitOffsetsIfNecessary, isRunning, isStale }) => {
-                if (!isRunning() || isStale() || batch.messages.length === 0) return;
-                const messages: InboundMessage[] = batch.messages.map((m) => ({
-                  topic: batch.topic,
-                  partition: batch.partition,
-                  offset: m.offset,
-                  key: m.key ? m.key.toString() : null,
-                  value: m.value,
-                  headers: Object.fromEntries(
-                    Object.entries(m.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? String(v[0]) : String(v)]),
-                  ),
-                }));
-                try {
-                  await handler(messages, {
-                    heartbeat: () =>
-                      heartbeat().catch((err: unknown) => {
-                        throw new PartitionsRevokedError(err);
-                      }),
-                    isStopping: () => stopping || !isRunning(),
-                  });
-                } catch (err) {
-                  if (!(err instanceof PartitionsRevokedError)) throw err;
-                  // Stopping: leave the batch unresolved (uncommitted) and let disconnect go on.
-                  if (stopping || !isRunning()) return;
-                  // kafkajs rejoins the group on its own rebalance errors: hand it the original.
-                  throw err.reason;
-                }
-                resolveOffset(batch.lastOffset());
-                await commitOffsetsIfNecessary();
-              },
-            });
-          await start();
+      return createConsumerGroup({
+        groupId,
+        log,
+        options,
+        newConsumer: () => {
+          const made = kafka.consumer({
+            groupId,
+            maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
+            maxBytes: 32 * 1024 * 1024,
+            sessionTimeout: options.sessionTimeoutMs ?? 30_000,
+            heartbeatInterval: Math.floor((options.sessionTimeoutMs ?? 30_000) / 10),
+            allowAutoTopicCreation: false,
+          });
+          consumers.add(made);
+          return made;
         },
-        async stop() {
-          stopping = true;
-          if (!consumer) return;
-          await consumer.disconnect(); // waits for the running batch, then commits
-          consumers.delete(consumer);
-        },
-        onCrash(listener) {
-          crashListener = listener;
-        },
-      };
+        discarded: (consumer) => consumers.delete(consumer),
+      });
     },
 
     async close() {
       broker.close();
       await Promise.allSettled([...consumers].map((c) => c.disconnect()));
-      await Promise.allSettled([producer.disconnect(), admin.disconnect(), probe.disconnect()]);
+      await Promise.allSettled([producer.disconnect(), bulkProducer.close(), admin.disconnect(), probe.disconnect()]);
     },
   };
   return bus;

@@ -5,6 +5,7 @@ import type { Logger } from '../../shared/logger.js';
 import { serviceVersion } from '../../shared/version.js';
 import { signWebhook } from '../../shared/webhooks/signing.js';
 import type { PollingWorker } from '../start-workers.js';
+import { noWorkerMetrics, type WebhookOutcome, type WorkerMetrics } from '../worker-metrics.js';
 import { postWebhook, type AttemptResult } from './post.js';
 import {
   beginAttempt,
@@ -32,7 +33,7 @@ type Claimed = {
   previous_secret: string | null;
 };
 
-export type DispatcherDeps = { config: Config; logger: Logger; pool: Pool };
+export type DispatcherDeps = { config: Config; logger: Logger; pool: Pool; metrics?: WorkerMetrics };
 
 /** How long a lease lasts from the attempt's start: its timeout plus time to record its outcome. */
 export const leaseMs = (config: Pick<Config, 'webhookTimeoutMs'>) => config.webhookTimeoutMs + 5000;
@@ -56,7 +57,9 @@ export function retryDelayMs(scheduleMs: readonly number[], attempts: number, ra
  * retried on the schedule; after the last one the delivery is Failed and its endpoint Disabled.
  * PostgreSQL going away stops nothing: polls back off and go on, outcomes wait to be recorded.
  */
-export function startDispatcher({ config, logger, pool }: DispatcherDeps): { stop(): Promise<void> } {
+export function startDispatcher({ config, logger, pool, metrics = noWorkerMetrics }: DispatcherDeps): {
+  stop(): Promise<void>;
+} {
   const log = logger.child({ worker: 'webhooks' });
   const inFlight = new Set<Promise<void>>();
   const held = new Set<string>(); // ids of the deliveries in flight here
@@ -87,7 +90,8 @@ export function startDispatcher({ config, logger, pool }: DispatcherDeps): { sto
   async function record(d: Claimed, startedAt: Date, result: AttemptResult): Promise<void> {
     const delay = result.outcome === 'Succeeded' ? null : retryDelayMs(config.webhookRetryScheduleMs, d.round_attempts);
     const gaveUp = result.outcome !== 'Succeeded' && delay === null;
-    await inTransaction(pool, async (tx) => {
+    // Counted once the transaction committed: a record tried again must not count twice.
+    const recorded = await inTransaction(pool, async (tx): Promise<WebhookOutcome> => {
       await tx.query(insertAttempt, [
         d.id,
         d.event_id,
@@ -113,11 +117,11 @@ export function startDispatcher({ config, logger, pool }: DispatcherDeps): { sto
           { eventId: d.event_id, endpointId: d.endpoint_id },
           'webhook lease lost before the outcome was recorded',
         );
-        return;
+        return 'lease_lost';
       }
       if (result.outcome === 'Succeeded') {
         await tx.query(endpointSucceeded, [d.endpoint_id]);
-        return;
+        return 'succeeded';
       }
       await tx.query(endpointFailed, [d.endpoint_id]);
       if (gaveUp) {
@@ -137,8 +141,11 @@ export function startDispatcher({ config, logger, pool }: DispatcherDeps): { sto
             },
             'webhook endpoint disabled: it kept failing',
           );
+        return 'gave_up';
       }
+      return 'retry_scheduled';
     });
+    metrics.webhookAttempt(recorded);
     const level = result.outcome === 'Succeeded' ? 'debug' : 'warn';
     log[level](
       {

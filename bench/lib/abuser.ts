@@ -1,0 +1,113 @@
+// The noisy neighbour of bench/noisy-neighbour.ts, run as its own process so its client-side
+// work never shares the gateway's or the measuring client's event loop. With one valid key it
+// sends the worst a client may, within its limits, until `seconds` have passed: the largest
+// batches (10,000 targets, close to the 16 MiB body limit) back to back on several connections,
+// bodies nested to the deepest and widest shapes, invalid UTF-8, and bodies that trickle one
+// byte every half second. Parameters come as JSON in BENCH_ABUSER_PARAMS; the result (answers by
+// status) is one line `BENCH_RESULT {json}` on stdout.
+import http from 'node:http';
+import { makeTargets } from '../../test/support/targets.js';
+import { resultPrefix } from './stats.js';
+
+export type AbuserParams = {
+  url: string;
+  apiKey: string;
+  seconds: number;
+  /** Connections sending maximal batches back to back. */
+  floods: number;
+  /** Connections trickling a body. */
+  trickles: number;
+};
+
+export type AbuserResult = {
+  requests: number;
+  statuses: Record<string, number>;
+  /** Bytes of request bodies sent in full. */
+  bytesSent: number;
+  cpuSeconds: number;
+};
+
+const params = JSON.parse(process.env.BENCH_ABUSER_PARAMS ?? '{}') as AbuserParams;
+const batchUrl = new URL('/api/v1/inbound/targets/batch', params.url);
+const agent = new http.Agent({ keepAlive: true, maxSockets: params.floods + params.trickles + 4 });
+const statuses: Record<string, number> = {};
+let requests = 0;
+let bytesSent = 0;
+const count = (status: string) => {
+  requests++;
+  statuses[status] = (statuses[status] ?? 0) + 1;
+};
+
+// The largest batch: 10,000 targets with metadata near its 4 KiB limit, just under 16 MiB.
+const padding = 'x'.repeat(900);
+const heavy = Buffer.from(
+  JSON.stringify({
+    sourceSystem: 'abuse',
+    targets: makeTargets(10_000, 'abuse').map((t) => ({ ...t, metadata: { ...t.metadata, note: padding } })),
+  }),
+);
+// A typical large batch: 10,000 ordinary targets (about 3 MiB).
+const large = Buffer.from(JSON.stringify({ sourceSystem: 'abuse', targets: makeTargets(10_000, 'abuse-l') }));
+const deep = Buffer.from(`{"sourceSystem":"x","targets":${'['.repeat(500_000)}${']'.repeat(500_000)}}`);
+const wide = Buffer.from(JSON.stringify(Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`k${i}`, i]))));
+const invalidUtf8 = Buffer.concat([
+  large.subarray(0, large.length - 200),
+  Buffer.from([0xc3, 0x28]),
+  large.subarray(-200),
+]);
+const bodies = [heavy, large, deep, wide, invalidUtf8];
+
+const deadline = Date.now() + params.seconds * 1000;
+
+function send(body: Buffer | null): Promise<void> {
+  return new Promise((resolve) => {
+    const req = http.request(batchUrl, {
+      method: 'POST',
+      agent,
+      headers: {
+        authorization: `Bearer ${params.apiKey}`,
+        'content-type': 'application/json',
+        ...(body ? { 'content-length': body.length } : { 'content-length': 1_000_000 }),
+      },
+    });
+    let trickle: NodeJS.Timeout | undefined;
+    req.on('response', (res) => {
+      clearInterval(trickle);
+      res.resume();
+      res.on('end', () => {
+        count(String(res.statusCode));
+        resolve();
+      });
+    });
+    req.on('error', () => {
+      clearInterval(trickle);
+      count('network error');
+      resolve();
+    });
+    if (body) {
+      req.end(body, () => (bytesSent += body.length));
+    } else {
+      // One byte every 500 ms of a body announced as 1 MB: the gateway's body deadline cuts it.
+      trickle = setInterval(() => {
+        if (Date.now() > deadline) {
+          clearInterval(trickle);
+          req.destroy();
+        } else req.write(' ');
+      }, 500);
+    }
+  });
+}
+
+async function loop(pick: (i: number) => Buffer | null) {
+  for (let i = 0; Date.now() < deadline; i++) await send(pick(i));
+}
+
+const cpuStart = process.cpuUsage();
+await Promise.all([
+  ...Array.from({ length: params.floods }, (_, c) => loop((i) => bodies[(i + c) % bodies.length]!)),
+  ...Array.from({ length: params.trickles }, () => loop(() => null)),
+]);
+const cpu = process.cpuUsage(cpuStart);
+agent.destroy();
+const result: AbuserResult = { requests, statuses, bytesSent, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+process.stdout.write(`${resultPrefix}${JSON.stringify(result)}\n`);

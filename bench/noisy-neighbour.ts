@@ -1,0 +1,283 @@
+// `npm run bench:noisy`: what one abusive client does to everyone else (issue 12). Brings up what
+// it needs (the local broker via scripts/kafka up, a throwaway database, two tenants), runs the
+// gateway as its own process and the abuser (bench/lib/abuser.ts) as another, and measures from
+// this process, as a well-behaved client of the other tenant would see it:
+//
+//   quiet   the victim alone for BENCH_PHASE_SECONDS: rounds of GET /livez, GET import-jobs and
+//           POST a single target, one after another; meanwhile a prober asks /livez every 50 ms.
+//   abused  the same while the abuser sends the worst it may (see bench/lib/abuser.ts).
+//
+// Prints p50/p99 of each request kind in both phases and their ratios, the gateway's event-loop
+// delay (its own monitorEventLoopDelay, via /metrics) and CPU, the abuser's answers, and writes
+// bench/results/noisy-neighbour-<time>.json and -latest.json. Asserts nothing: the goals (issue
+// 12: /livez p99 under 50 ms while abused; the victim's p99 within 2× of quiet) are printed
+// next to the figures. Options (env): BENCH_PHASE_SECONDS (20), BENCH_FLOODS (8),
+// BENCH_TRICKLES (16), BENCH_CPU_PROF (a directory: the gateway writes a V8 CPU profile there),
+// DATABASE_URL, KAFKA_BROKERS (127.0.0.1:9092).
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { demo } from '../src/admin/commands/demo.js';
+import { loadConfig } from '../src/shared/config.js';
+import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
+import { createPool } from '../src/shared/db/pool.js';
+import type { AbuserParams, AbuserResult } from './lib/abuser.js';
+import { deleteRunArtifacts } from './lib/kafka-admin.js';
+import {
+  brokerPid,
+  cpuSeconds,
+  machineCores,
+  machineCpu,
+  runForResult,
+  spawnTsx,
+  type Child,
+} from './lib/processes.js';
+import { percentiles, round, type Percentiles } from './lib/stats.js';
+
+const envInt = (name: string, def: number) => {
+  const n = Number(process.env[name] ?? def);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, not ${process.env[name]}`);
+  return n;
+};
+const opts = {
+  phaseSeconds: envInt('BENCH_PHASE_SECONDS', 20),
+  floods: envInt('BENCH_FLOODS', 8),
+  trickles: envInt('BENCH_TRICKLES', 16),
+};
+const goals = { livezP99Ms: 50, victimP99Ratio: 2 };
+
+const repoRoot = new URL('..', import.meta.url).pathname;
+const runId = randomBytes(4).toString('hex');
+const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/connect';
+const dbUrl = new URL(serverUrl);
+dbUrl.pathname = `/connect_bench_noisy_${runId}`;
+const databaseUrl = dbUrl.toString();
+const brokersEnv = process.env.KAFKA_BROKERS || '127.0.0.1:9092';
+const topicPrefix = `bench-noisy-${runId}.`;
+const brokers = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokersEnv }).kafkaBrokers;
+const childEnv: NodeJS.ProcessEnv = {
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  KAFKA_BROKERS: brokersEnv,
+  KAFKA_TOPIC_PREFIX: topicPrefix,
+  BODY_READ_TIMEOUT_MS: '5000',
+  LOG_LEVEL: 'warn',
+};
+const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+type Tenant = { tenantId: string; clients: Record<string, { apiKey: string; clientId: string }> };
+type Sample = { ms: number; status: number };
+type Phase = { livez: Sample[]; prober: Sample[]; read: Sample[]; push: Sample[]; loopDelay: LoopDelay };
+type LoopDelay = { p99Ms: number; maxMs: number };
+
+async function timed(url: URL, init?: RequestInit): Promise<Sample> {
+  const started = performance.now();
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
+    await res.arrayBuffer();
+    return { ms: performance.now() - started, status: res.status };
+  } catch {
+    return { ms: performance.now() - started, status: 0 };
+  }
+}
+
+/** The gateway's event-loop delay since its previous scrape (prom-client resets it per collection). */
+async function loopDelay(base: string): Promise<LoopDelay> {
+  const text = await (await fetch(new URL('/metrics', base))).text();
+  const metric = (name: string) => Number(text.match(new RegExp(`^${name} ([\\d.e+-]+)$`, 'm'))?.[1] ?? NaN) * 1000;
+  return {
+    p99Ms: round(metric('nodejs_eventloop_lag_p99_seconds')),
+    maxMs: round(metric('nodejs_eventloop_lag_max_seconds')),
+  };
+}
+
+async function measure(base: string, apiKey: string, seconds: number): Promise<Phase> {
+  const phase: Phase = { livez: [], prober: [], read: [], push: [], loopDelay: { p99Ms: NaN, maxMs: NaN } };
+  await loopDelay(base); // starts the gateway's histogram afresh
+  const until = Date.now() + seconds * 1000;
+  const headers = { authorization: `Bearer ${apiKey}` };
+  const prober = (async () => {
+    while (Date.now() < until) {
+      phase.prober.push(await timed(new URL('/livez', base)));
+      await sleep(50);
+    }
+  })();
+  for (let n = 0; Date.now() < until; n++) {
+    phase.livez.push(await timed(new URL('/livez', base)));
+    phase.read.push(await timed(new URL('/api/v1/import-jobs?take=5', base), { headers }));
+    phase.push.push(
+      await timed(new URL('/api/v1/inbound/targets', base), {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          sourceSystem: 'victim',
+          externalId: `v-${runId}-${seconds}-${n}`,
+          name: 'Victim site',
+          coordinates: { latitude: 52.5, longitude: 13.4 },
+        }),
+      }),
+    );
+  }
+  await prober;
+  phase.loopDelay = await loopDelay(base);
+  return phase;
+}
+
+const summary = (samples: Sample[]) => ({
+  count: samples.length,
+  statuses: samples.reduce<Record<string, number>>((m, s) => ((m[s.status] = (m[s.status] ?? 0) + 1), m), {}),
+  ms: Object.fromEntries(
+    Object.entries(percentiles(samples.map((s) => s.ms))).map(([k, v]) => [k, round(v)]),
+  ) as Percentiles,
+});
+
+/** Cores busy meanwhile: the whole machine, the gateway, the broker (from /proc). */
+function coresUsed(gatewayPid: number, broker: number | null) {
+  const m0 = machineCpu();
+  const g0 = cpuSeconds(gatewayPid);
+  const b0 = broker === null ? NaN : cpuSeconds(broker);
+  const t0 = performance.now();
+  return () => {
+    const seconds = (performance.now() - t0) / 1000;
+    const m1 = machineCpu();
+    return {
+      machine: round((m1.busy - m0.busy) / seconds, 2),
+      gateway: round((cpuSeconds(gatewayPid) - g0) / seconds, 2),
+      broker: round((broker === null ? NaN : cpuSeconds(broker) - b0) / seconds, 2),
+    };
+  };
+}
+
+const phaseReport = (p: Phase) => ({
+  livez: summary(p.livez),
+  livezProber: summary(p.prober),
+  importJobsRead: summary(p.read),
+  singlePush: summary(p.push),
+  gatewayLoopDelayMs: p.loopDelay,
+});
+
+let gateway = null as Child | null;
+let pool = null as pg.Pool | null;
+
+async function run() {
+  const loadAtStart = loadavg().map((n) => round(n, 2));
+  log(`run ${runId}: ${opts.phaseSeconds} s per phase; abuser: ${opts.floods} floods, ${opts.trickles} trickles`);
+  execFileSync(join(repoRoot, 'scripts/kafka'), ['up'], { stdio: ['ignore', 'ignore', 'inherit'], cwd: repoRoot });
+  await ensureDatabase(databaseUrl);
+  await migrateUp(databaseUrl);
+  pool = createPool(databaseUrl, 2, 'bench-noisy');
+  const abuserTenant = (await demo.run({ pool, warn: () => undefined }, { name: 'abuser' })) as Tenant;
+  const victimTenant = (await demo.run({ pool, warn: () => undefined }, { name: 'victim' })) as Tenant;
+  await pool.query('UPDATE integration_clients SET rate_limit_per_minute = 100000000');
+
+  const profDir = process.env.BENCH_CPU_PROF;
+  const profArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+  gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', profArgs);
+  const base = (await gateway.waitFor(/gateway: listening on (\S+)/))[1]!;
+  const victimKey = victimTenant.clients.all!.apiKey;
+  await measure(base, victimKey, 3); // warm-up: JIT, connections, topics
+
+  const broker = brokerPid(Number(brokers[0]!.split(':').at(-1)));
+  log('quiet: the victim alone');
+  const quietCores = coresUsed(gateway.pid, broker);
+  const quiet = await measure(base, victimKey, opts.phaseSeconds);
+  const coresQuiet = quietCores();
+
+  log('abused: the victim while the abuser sends the worst it may');
+  const abuserParams: AbuserParams = {
+    url: base,
+    apiKey: abuserTenant.clients.all!.apiKey,
+    seconds: opts.phaseSeconds + 8,
+    floods: opts.floods,
+    trickles: opts.trickles,
+  };
+  const abuser = runForResult<AbuserResult>(
+    'bench/lib/abuser.ts',
+    { ...childEnv, BENCH_ABUSER_PARAMS: JSON.stringify(abuserParams) },
+    'abuser',
+    (opts.phaseSeconds + 120) * 1000,
+  );
+  await sleep(6000); // the abuser builds its bodies (about 3 s) and gets going
+  const abusedCores = coresUsed(gateway.pid, broker);
+  const abused = await measure(base, victimKey, opts.phaseSeconds);
+  const coresAbused = abusedCores();
+  const abuserResult = await abuser;
+
+  const report = { quiet: phaseReport(quiet), abused: phaseReport(abused) };
+  type Kind = Exclude<keyof ReturnType<typeof phaseReport>, 'gatewayLoopDelayMs'>;
+  const p99 = (phase: 'quiet' | 'abused', kind: Kind) => report[phase][kind].ms.p99;
+  const ratio = (kind: Kind) => round(p99('abused', kind) / p99('quiet', kind), 2);
+  const livezP99 = Math.max(p99('abused', 'livez'), p99('abused', 'livezProber'));
+  const result = {
+    benchmark: 'noisy-neighbour',
+    runAt: new Date().toISOString(),
+    runId,
+    machine: {
+      cpus: machineCores(),
+      node: process.version,
+      loadAverageAtStart: loadAtStart,
+      loadAverageAtEnd: loadavg().map((n) => round(n, 2)),
+    },
+    options: opts,
+    ...report,
+    coresUsed: { quiet: coresQuiet, abused: coresAbused },
+    abuser: abuserResult,
+    ratios: {
+      livezP99: ratio('livezProber'),
+      importJobsReadP99: ratio('importJobsRead'),
+      singlePushP99: ratio('singlePush'),
+    },
+    goals: {
+      ...goals,
+      livezMet: livezP99 < goals.livezP99Ms,
+      readMet: ratio('importJobsRead') <= goals.victimP99Ratio,
+      pushMet: ratio('singlePush') <= goals.victimP99Ratio,
+    },
+  };
+
+  const line = (label: string, kind: Kind) => {
+    const q = report.quiet[kind];
+    const a = report.abused[kind];
+    return `${label.padEnd(26)} ${`${q.ms.p50} / ${q.ms.p99}`.padStart(14)}  ${`${a.ms.p50} / ${a.ms.p99}`.padStart(16)}  ${String(ratio(kind)).padStart(6)}  ${JSON.stringify(a.statuses)}`;
+  };
+  const out = [
+    '',
+    `noisy neighbour (${opts.phaseSeconds} s per phase; machine load ${loadAtStart.join(' ')})`,
+    `${'ms, p50 / p99'.padEnd(26)} ${'quiet'.padStart(14)}  ${'abused'.padStart(16)}  ${'p99 ×'.padStart(6)}  abused statuses`,
+    line('GET /livez (in rounds)', 'livez'),
+    line('GET /livez (every 50 ms)', 'livezProber'),
+    line('GET import-jobs', 'importJobsRead'),
+    line('POST a single target', 'singlePush'),
+    `gateway event-loop delay p99/max ms: quiet ${quiet.loopDelay.p99Ms}/${quiet.loopDelay.maxMs}, abused ${abused.loopDelay.p99Ms}/${abused.loopDelay.maxMs}`,
+    `cores busy (machine/gateway/broker) of ${machineCores()}: quiet ${coresQuiet.machine}/${coresQuiet.gateway}/${coresQuiet.broker}, ` +
+      `abused ${coresAbused.machine}/${coresAbused.gateway}/${coresAbused.broker}`,
+    `abuser: ${abuserResult.requests} requests ${JSON.stringify(abuserResult.statuses)}, ${round(abuserResult.bytesSent / 1048576)} MiB sent`,
+    `goals: /livez p99 < ${goals.livezP99Ms} ms: ${result.goals.livezMet ? 'met' : 'NOT met'} (${livezP99}); ` +
+      `victim p99 within ${goals.victimP99Ratio}×: reads ${result.goals.readMet ? 'met' : 'NOT met'}, ` +
+      `single pushes ${result.goals.pushMet ? 'met' : 'NOT met'}`,
+    '',
+  ];
+  process.stdout.write(out.join('\n'));
+  const dir = join(repoRoot, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  const json = `${JSON.stringify(result, null, 2)}\n`;
+  writeFileSync(join(dir, `noisy-neighbour-${result.runAt.replace(/[:.]/g, '-')}.json`), json);
+  writeFileSync(join(dir, 'noisy-neighbour-latest.json'), json);
+}
+
+try {
+  await run();
+} finally {
+  await gateway?.stop();
+  await pool?.end();
+  await deleteRunArtifacts(brokers, topicPrefix).catch((err: Error) => log(`cleanup of topics failed: ${err.message}`));
+  const maintenance = new URL(serverUrl);
+  maintenance.pathname = '/postgres';
+  const admin = createPool(maintenance.toString(), 1, 'bench-noisy-cleanup');
+  await admin.query(`DROP DATABASE IF EXISTS "${dbUrl.pathname.slice(1)}" WITH (FORCE)`).catch(() => undefined);
+  await admin.end();
+}

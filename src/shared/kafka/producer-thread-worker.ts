@@ -1,0 +1,78 @@
+// The thread side of producer-thread.ts: one kafkajs producer, configured as the bus's own
+// (idempotent, acks=-1, one request in flight), whose encoding, checksums and socket writes of
+// large sends happen here instead of on the gateway's event loop. Log lines and errors go back
+// to the owning thread as data.
+import { parentPort, workerData } from 'node:worker_threads';
+import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { yieldCpuToEventLoop } from '../thread-priority.js';
+import type { SendReply, SendRequest, SerialisedError, ThreadLog } from './producer-thread.js';
+
+yieldCpuToEventLoop();
+
+const { brokers, clientId } = workerData as { brokers: string[]; clientId: string };
+const port = parentPort!;
+
+const levels: Record<number, ThreadLog['level']> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'debug',
+  [logLevel.DEBUG]: 'trace',
+};
+const kafka = new Kafka({
+  clientId,
+  brokers,
+  logLevel: logLevel.INFO,
+  logCreator:
+    () =>
+    ({ level, log }) => {
+      const { message, ...extra } = log;
+      port.postMessage({ log: { level: levels[level] ?? 'trace', message, extra } } satisfies { log: ThreadLog });
+    },
+});
+const producer = kafka.producer({
+  idempotent: true,
+  maxInFlightRequests: 1,
+  createPartitioner: Partitioners.DefaultPartitioner,
+});
+let connected: Promise<void> | null = null;
+
+/** A transferred Buffer arrives as a plain Uint8Array: view it as a Buffer without copying. */
+const asBuffer = (value: string | Uint8Array) =>
+  typeof value === 'string' ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+
+/** What the owner needs to classify a failure (name, retriable, message), down the cause chain. */
+function serialise(err: unknown, depth = 0): SerialisedError {
+  const e = err as { name?: unknown; message?: unknown; retriable?: unknown; cause?: unknown } | null;
+  return {
+    name: typeof e?.name === 'string' ? e.name : 'Error',
+    message: typeof e?.message === 'string' ? e.message : String(err),
+    retriable: e?.retriable === true,
+    cause: e?.cause && depth < 4 ? serialise(e.cause, depth + 1) : undefined,
+  };
+}
+
+port.on('message', (req: SendRequest | 'close') => {
+  if (req === 'close') {
+    void producer
+      .disconnect()
+      .catch(() => undefined)
+      .then(() => port.close());
+    return;
+  }
+  connected ??= producer.connect().catch((err: unknown) => {
+    connected = null; // the next send tries again
+    throw err;
+  });
+  void connected
+    .then(() =>
+      producer.send({
+        topic: req.topic,
+        acks: -1,
+        messages: req.messages.map((m) => ({ key: m.key, value: asBuffer(m.value), headers: m.headers })),
+      }),
+    )
+    .then(
+      () => port.postMessage({ id: req.id } satisfies SendReply),
+      (err: unknown) => port.postMessage({ id: req.id, error: serialise(err) } satisfies SendReply),
+    );
+});

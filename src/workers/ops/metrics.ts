@@ -1,0 +1,174 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { importJobStatuses } from '../../shared/inbound/import-job.js';
+import type { PartitionLag } from '../../shared/kafka/bus.js';
+import type { MessageOutcome, WebhookOutcome, WorkerMetrics } from '../worker-metrics.js';
+
+/**
+ * Readings taken at scrape time. A gauge exists only in a process that hosts what it measures
+ * (its consumer groups, the inbound kind, the webhook dispatcher); each reading is bounded by its
+ * source, and a failed one never fails the scrape: the gauge is left out (NaN for the queue
+ * depth, which has no labels) and an error counter goes up.
+ */
+export type ScrapeSources = {
+  consumerLag?: {
+    groups: { groupId: string; topics: string[] }[];
+    read(groupId: string, topics: string[]): Promise<PartitionLag[]>;
+  };
+  /** Deliveries due now that a dispatcher would claim. */
+  webhookQueueDepth?: () => Promise<number>;
+  /** Import jobs per status (statuses not listed count 0). */
+  importJobsByStatus?: () => Promise<Map<string, number>>;
+};
+
+export type WorkerRegistry = WorkerMetrics & { registry: Registry };
+
+const messageOutcomes: MessageOutcome[] = ['applied', 'failed_attempt', 'dead_lettered'];
+const webhookOutcomes: WebhookOutcome[] = ['succeeded', 'retry_scheduled', 'gave_up', 'lease_lost'];
+
+/** What a process hosts: its consumer kinds' names, and whether it runs the webhook dispatcher. */
+export type Hosted = { consumers: string[]; webhooks?: boolean };
+
+/** One registry per worker process (not prom-client's global one), so tests can build several. */
+export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}): WorkerRegistry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const messages = new Counter({
+    name: 'worker_messages_total',
+    help: 'Kafka messages by worker kind and outcome: applied, failed_attempt (one per failed attempt), dead_lettered',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [registry],
+  });
+  const applyDuration = new Histogram({
+    name: 'worker_apply_duration_seconds',
+    help: 'Duration of one successful apply call of a worker kind (a fetched batch of one partition, or the part of it that could run)',
+    labelNames: ['kind'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const webhookDeliveries = new Counter({
+    name: 'webhook_deliveries_total',
+    help: 'Recorded webhook attempts by outcome: succeeded, retry_scheduled, gave_up, lease_lost',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  // Every series from the start, so rate() and alerts see a 0 before the first event.
+  for (const kind of hosted.consumers) for (const outcome of messageOutcomes) messages.inc({ kind, outcome }, 0);
+  if (hosted.webhooks) for (const outcome of webhookOutcomes) webhookDeliveries.inc({ outcome }, 0);
+
+  // The registry collects every metric at once. A reading is tracked until its gauge and error
+  // counter are updated (it never rejects), and the error counters, registered after the gauges,
+  // wait for this scrape's readings: a failure shows in the same scrape.
+  const readings = new Set<Promise<void>>();
+  const reading = (work: Promise<void>): Promise<void> => {
+    readings.add(work);
+    void work.finally(() => readings.delete(work));
+    return work;
+  };
+  const afterReadings = async () => {
+    await Promise.allSettled([...readings]);
+  };
+
+  const lagSource = sources.consumerLag;
+  let lagErrors: Counter<'group'> | undefined;
+  if (lagSource) {
+    // Scrapes that overlap share one reading instead of asking the broker twice.
+    let lagReading: Promise<void> | null = null;
+    const readLag = async () => {
+      const results = await Promise.all(
+        lagSource.groups.map(({ groupId, topics }) =>
+          lagSource.read(groupId, topics).then(
+            (rows) => ({ groupId, rows }),
+            () => ({ groupId, rows: null }),
+          ),
+        ),
+      );
+      lag.reset();
+      for (const { groupId, rows } of results) {
+        if (!rows) lagErrors?.inc({ group: groupId });
+        for (const r of rows ?? []) lag.set({ group: groupId, topic: r.topic, partition: String(r.partition) }, r.lag);
+      }
+    };
+    const lag: Gauge<'group' | 'topic' | 'partition'> = new Gauge({
+      name: 'kafka_consumer_lag',
+      help: 'Messages of a partition its consumer group has not committed yet (end offset minus committed offset), read at scrape time',
+      labelNames: ['group', 'topic', 'partition'] as const,
+      registers: [registry],
+      collect: () => (lagReading ??= reading(readLag().finally(() => (lagReading = null)))),
+    });
+  }
+
+  const depthSource = sources.webhookQueueDepth;
+  if (depthSource) {
+    const depth: Gauge = new Gauge({
+      name: 'webhook_queue_depth',
+      help: 'Webhook deliveries due now that a dispatcher would claim (NaN when the count failed), read at scrape time',
+      registers: [registry],
+      collect: () =>
+        reading(
+          depthSource().then(
+            (n) => depth.set(n),
+            () => {
+              depth.set(Number.NaN);
+              queryErrors.inc({ metric: 'webhook_queue_depth' });
+            },
+          ),
+        ),
+    });
+  }
+
+  const jobsSource = sources.importJobsByStatus;
+  if (jobsSource) {
+    const jobs: Gauge<'status'> = new Gauge({
+      name: 'import_jobs',
+      help: 'Import jobs by status, counted at scrape time',
+      labelNames: ['status'] as const,
+      registers: [registry],
+      collect: () =>
+        reading(
+          jobsSource().then(
+            (counts) => {
+              for (const status of importJobStatuses) jobs.set({ status }, counts.get(status) ?? 0);
+            },
+            () => {
+              jobs.reset();
+              queryErrors.inc({ metric: 'import_jobs' });
+            },
+          ),
+        ),
+    });
+  }
+
+  if (lagSource) {
+    lagErrors = new Counter({
+      name: 'kafka_consumer_lag_errors_total',
+      help: 'Consumer lag readings of a group that failed at scrape time (the broker did not answer in time)',
+      labelNames: ['group'] as const,
+      registers: [registry],
+      collect: afterReadings,
+    });
+    for (const { groupId } of lagSource.groups) lagErrors.inc({ group: groupId }, 0);
+  }
+  const queryErrors = new Counter({
+    name: 'worker_scrape_query_errors_total',
+    help: 'PostgreSQL readings at scrape time that failed or timed out, by the metric they feed',
+    labelNames: ['metric'] as const,
+    registers: [registry],
+    collect: afterReadings,
+  });
+  if (depthSource) queryErrors.inc({ metric: 'webhook_queue_depth' }, 0);
+  if (jobsSource) queryErrors.inc({ metric: 'import_jobs' }, 0);
+
+  return {
+    registry,
+    messages(kind, outcome, count = 1) {
+      messages.inc({ kind, outcome }, count);
+    },
+    applyDuration(kind, seconds) {
+      applyDuration.observe({ kind }, seconds);
+    },
+    webhookAttempt(outcome) {
+      webhookDeliveries.inc({ outcome });
+    },
+  };
+}

@@ -1,0 +1,31 @@
+// What the consumer loop and the webhook dispatcher report where they decide an outcome.
+// ops/metrics.ts counts it for /metrics; tests that do not care get noWorkerMetrics.
+
+/**
+ * A message's fate in the consumer loop: applied (its kind's handler accepted it; this includes
+ * what the kind skips as already applied or orphaned), one failed_attempt per attempt that threw
+ * (transient, permanent or while PostgreSQL was unreachable), dead_lettered once it went to
+ * `<topic>.dlq`.
+ */
+export type MessageOutcome = 'applied' | 'failed_attempt' | 'dead_lettered';
+
+/**
+ * A recorded webhook attempt: succeeded (a 2xx; the delivery is Succeeded), retry_scheduled (it
+ * failed and another attempt is due later), gave_up (the last attempt of the schedule failed: the
+ * delivery is Failed, its endpoint Disabled), lease_lost (made, but another dispatcher had taken
+ * the delivery over by the time its outcome was recorded).
+ */
+export type WebhookOutcome = 'succeeded' | 'retry_scheduled' | 'gave_up' | 'lease_lost';
+
+export interface WorkerMetrics {
+  messages(kind: string, outcome: MessageOutcome, count?: number): void;
+  /** Seconds one successful handleBatch call took (a fetched batch, or the part of it that could run). */
+  applyDuration(kind: string, seconds: number): void;
+  webhookAttempt(outcome: WebhookOutcome): void;
+}
+
+export const noWorkerMetrics: WorkerMetrics = {
+  messages: () => undefined,
+  applyDuration: () => undefined,
+  webhookAttempt: () => undefined,
+};

@@ -1,0 +1,307 @@
+import type { Consumer, EachBatchPayload } from 'kafkajs';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createConsumerGroup, type ConsumerGroupOptions } from '../../src/shared/kafka/consumer-group.js';
+import { createLogger } from '../../src/shared/logger.js';
+
+// The restart and stall policy alone, over a fake kafkajs consumer (the real broker's side is in
+// test/integration/kafka-bus.test.ts and test/faults/coordinator-loss.test.ts).
+
+const events = {
+  CRASH: 'consumer.crash',
+  FETCH_START: 'consumer.fetch_start',
+  FETCH: 'consumer.fetch',
+  GROUP_JOIN: 'consumer.group_join',
+  HEARTBEAT: 'consumer.heartbeat',
+  START_BATCH_PROCESS: 'consumer.start_batch_process',
+  END_BATCH_PROCESS: 'consumer.end_batch_process',
+} as const;
+
+type Listener = (event: { type: string; payload: unknown }) => void;
+
+class FakeConsumer {
+  readonly events = events;
+  readonly calls: string[] = [];
+  eachBatch?: (payload: EachBatchPayload) => Promise<void>;
+  /** Set to make connect() or disconnect() wait for (or fail with) the test's promise. */
+  connecting: Promise<void> = Promise.resolve();
+  disconnecting: Promise<void> = Promise.resolve();
+  private readonly listeners = new Map<string, Listener[]>();
+
+  on(name: string, listener: Listener) {
+    this.listeners.set(name, [...(this.listeners.get(name) ?? []), listener]);
+    return () => undefined;
+  }
+  emit(name: string, payload: unknown = {}) {
+    for (const listener of this.listeners.get(name) ?? []) listener({ type: name, payload });
+  }
+  crash(error: Error, restart: boolean) {
+    this.emit(events.CRASH, { error, groupId: 'g', restart });
+  }
+  async connect() {
+    this.calls.push('connect');
+    await this.connecting;
+  }
+  async subscribe() {
+    this.calls.push('subscribe');
+  }
+  async run(config: { eachBatch: (payload: EachBatchPayload) => Promise<void> }) {
+    this.calls.push('run');
+    this.eachBatch = config.eachBatch;
+  }
+  async disconnect() {
+    this.calls.push('disconnect');
+    await this.disconnecting;
+  }
+}
+
+const brokerAway = () =>
+  Object.assign(new Error('Failed to find group coordinator'), { name: 'KafkaJSGroupCoordinatorNotFound' });
+const refused = () => Object.assign(new Error('not authorized'), { name: 'KafkaJSProtocolError', retriable: false });
+
+function deferred() {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+const batchPayload = () =>
+  ({
+    batch: {
+      topic: 't',
+      partition: 0,
+      messages: [{ offset: '7', key: Buffer.from('k'), value: Buffer.from('v'), headers: {} }],
+      lastOffset: () => '7',
+    },
+    heartbeat: async () => undefined,
+    resolveOffset: () => undefined,
+    commitOffsetsIfNecessary: async () => undefined,
+    isRunning: () => true,
+    isStale: () => false,
+  }) as unknown as EachBatchPayload;
+
+/** A group over fake consumers; `prepare` may set up the n-th consumer made (0-based) before use. */
+function harness(options: ConsumerGroupOptions = {}, prepare: (consumer: FakeConsumer, n: number) => void = () => {}) {
+  const made: FakeConsumer[] = [];
+  const discarded: FakeConsumer[] = [];
+  const crashes: Error[] = [];
+  const warnings: string[] = [];
+  const log = createLogger('warn', 'unit', { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+  const group = createConsumerGroup({
+    newConsumer: () => {
+      const consumer = new FakeConsumer();
+      prepare(consumer, made.length);
+      made.push(consumer);
+      return consumer as unknown as Consumer;
+    },
+    discarded: (consumer) => void discarded.push(consumer as unknown as FakeConsumer),
+    groupId: 'g',
+    log,
+    options,
+  });
+  group.onCrash((error) => crashes.push(error));
+  return { group, made, discarded, crashes, warnings };
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('consumer group: consumers kafkajs gives up for good', () => {
+  it('starts a fresh consumer after a crash kafkajs does not restart while the broker is away', async () => {
+    const { group, made, discarded, crashes } = harness();
+    await group.run(['t'], async () => undefined);
+    made[0]!.crash(brokerAway(), false);
+    await vi.advanceTimersByTimeAsync(1000);
+
+    expect(made).toHaveLength(2);
+    expect(made[0]!.calls).toContain('disconnect');
+    expect(discarded).toEqual([made[0]]);
+    expect(made[1]!.calls).toEqual(['connect', 'subscribe', 'run']);
+    expect(crashes).toEqual([]);
+    // The fresh consumer applies with the same handler.
+    expect(made[1]!.eachBatch).toBeTypeOf('function');
+  });
+
+  it('keeps trying with fresh consumers while a start fails, discarding each that failed', async () => {
+    const { group, made, discarded, crashes } = harness({}, (consumer, n) => {
+      if (n === 1 || n === 2) consumer.connecting = Promise.reject(brokerAway());
+    });
+    await group.run(['t'], async () => undefined);
+    made[0]!.crash(brokerAway(), false);
+    await vi.advanceTimersByTimeAsync(60_000);
+
+    expect(made).toHaveLength(4);
+    expect(made[1]!.calls).toEqual(['connect', 'disconnect']);
+    expect(made[2]!.calls).toEqual(['connect', 'disconnect']);
+    expect(made[3]!.calls).toEqual(['connect', 'subscribe', 'run']);
+    expect(discarded).toEqual(expect.arrayContaining([made[0], made[1], made[2]]));
+    expect(discarded).not.toContain(made[3]);
+    expect(crashes).toEqual([]);
+  });
+
+  it('hands any other crash kafkajs does not restart to the listener, and starts nothing', async () => {
+    const { group, made, crashes } = harness();
+    await group.run(['t'], async () => undefined);
+    const error = refused();
+    made[0]!.crash(error, false);
+    await vi.advanceTimersByTimeAsync(60_000);
+
+    expect(crashes).toEqual([error]);
+    expect(made).toHaveLength(1);
+  });
+
+  it('leaves crashes kafkajs restarts itself to kafkajs', async () => {
+    const { group, made, crashes } = harness();
+    await group.run(['t'], async () => undefined);
+    made[0]!.crash(brokerAway(), true);
+    made[0]!.crash(refused(), true);
+    await vi.advanceTimersByTimeAsync(60_000);
+
+    expect(crashes).toEqual([]);
+    expect(made).toHaveLength(1);
+    expect(made[0]!.calls).not.toContain('disconnect');
+  });
+
+  it('starts nothing once stopped while a restart is pending', async () => {
+    const { group, made } = harness();
+    await group.run(['t'], async () => undefined);
+    made[0]!.crash(brokerAway(), false);
+    await group.stop();
+    await vi.advanceTimersByTimeAsync(120_000);
+
+    expect(made).toHaveLength(1);
+  });
+
+  it('does not let a consumer stopped while it connected start consuming', async () => {
+    const connected = deferred();
+    const { group, made } = harness({}, (consumer, n) => {
+      if (n === 1) consumer.connecting = connected.promise;
+    });
+    await group.run(['t'], async () => undefined);
+    made[0]!.crash(brokerAway(), false);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(made).toHaveLength(2);
+
+    await group.stop();
+    connected.resolve();
+    await vi.advanceTimersByTimeAsync(120_000);
+
+    expect(made).toHaveLength(2);
+    expect(made[1]!.calls).not.toContain('run');
+    expect(made[1]!.calls).toContain('disconnect');
+  });
+
+  it('does not keep a consumer that could not start (the caller retries with another)', async () => {
+    const { group, made, discarded } = harness({}, (consumer, n) => {
+      if (n === 0) consumer.connecting = Promise.reject(brokerAway());
+    });
+    await expect(group.run(['t'], async () => undefined)).rejects.toThrow('group coordinator');
+    await group.run(['t'], async () => undefined);
+
+    expect(made[0]!.calls).toEqual(['connect', 'disconnect']);
+    expect(discarded).toEqual([made[0]]);
+    expect(made[1]!.calls).toEqual(['connect', 'subscribe', 'run']);
+  });
+});
+
+describe('consumer group: stall watchdog', () => {
+  const stallTimeoutMs = 10_000;
+
+  it('replaces a running consumer that shows no sign of life', async () => {
+    const { group, made, warnings } = harness({ stallTimeoutMs });
+    await group.run(['t'], async () => undefined);
+    await vi.advanceTimersByTimeAsync(stallTimeoutMs + 5000);
+
+    expect(made).toHaveLength(2);
+    expect(made[0]!.calls).toContain('disconnect');
+    expect(made[1]!.calls).toEqual(['connect', 'subscribe', 'run']);
+    expect(warnings.some((w) => /no sign of life for \d+ s; starting a fresh one/.test(w))).toBe(true);
+  });
+
+  it('leaves a consumer alone while it fetches', async () => {
+    const { group, made } = harness({ stallTimeoutMs });
+    await group.run(['t'], async () => undefined);
+    for (let i = 0; i < 60; i++) {
+      made[0]!.emit(events.FETCH_START, { nodeId: 1 });
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+
+    expect(made).toHaveLength(1);
+  });
+
+  it("counts our handler's heartbeats as signs of life", async () => {
+    const { group, made } = harness({ stallTimeoutMs });
+    await group.run(['t'], async (_messages, ctx) => {
+      for (let i = 0; i < 60; i++) {
+        await ctx.heartbeat();
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      await ctx.heartbeat();
+    });
+    const batch = made[0]!.eachBatch!(batchPayload());
+    await vi.advanceTimersByTimeAsync(60_000);
+    await batch;
+    // Silent since the batch's last heartbeat only, not since the batch began.
+    await vi.advanceTimersByTimeAsync(stallTimeoutMs / 2);
+    expect(made).toHaveLength(1);
+  });
+
+  it('leaves a consumer alone while a batch is in hand, and watches again after', async () => {
+    const batchDone = deferred();
+    const { group, made } = harness({ stallTimeoutMs, partitionsConcurrently: 2 });
+    let applied = 0;
+    await group.run(['t'], async () => {
+      await batchDone.promise;
+      applied++;
+    });
+    const first = made[0]!.eachBatch!(batchPayload());
+    const second = made[0]!.eachBatch!(batchPayload());
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(made).toHaveLength(1);
+
+    batchDone.resolve();
+    await Promise.all([first, second]);
+    expect(applied).toBe(2);
+    await vi.advanceTimersByTimeAsync(stallTimeoutMs + 5000);
+    expect(made).toHaveLength(2);
+  });
+
+  it('starts a fresh consumer even when the stalled one never finishes disconnecting', async () => {
+    const { group, made, discarded } = harness({ stallTimeoutMs, sessionTimeoutMs: 6000 }, (consumer, n) => {
+      if (n === 0) consumer.disconnecting = new Promise(() => undefined);
+    });
+    await group.run(['t'], async () => undefined);
+    await vi.advanceTimersByTimeAsync(stallTimeoutMs + 5000 + 6000);
+
+    expect(made).toHaveLength(2);
+    expect(discarded).toEqual([made[0]]);
+    expect(made[1]!.calls).toEqual(['connect', 'subscribe', 'run']);
+  });
+
+  it('does not watch a group before it runs nor after it stops', async () => {
+    const { group, made } = harness({ stallTimeoutMs });
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(made).toHaveLength(0);
+
+    await group.run(['t'], async () => undefined);
+    await group.stop();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(made).toHaveLength(1);
+  });
+
+  it('defaults to max(90 s, 3 × session timeout)', async () => {
+    const { group, made } = harness({ sessionTimeoutMs: 45_000 });
+    await group.run(['t'], async () => undefined);
+    await vi.advanceTimersByTimeAsync(130_000);
+    expect(made).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(15_000);
+    expect(made).toHaveLength(2);
+  });
+});
