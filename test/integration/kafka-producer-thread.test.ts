@@ -25,8 +25,8 @@ describe('the Kafka producer thread', () => {
       headers: { n: String(i) },
     }));
     const expected = sent.map((m) => Buffer.from(m.value).toString());
-    await producer.send(topic, sent.slice(0, 6));
-    await producer.send(topic, sent.slice(6));
+    await producer.send(topic, sent.slice(0, 6), Date.now() + 60_000);
+    await producer.send(topic, sent.slice(6), Date.now() + 60_000);
     await producer.close();
 
     const received: InboundMessage[] = [];
@@ -46,10 +46,12 @@ describe('the Kafka producer thread', () => {
     'fails a send with an error the bus reads as "broker unreachable" when no broker answers',
     async () => {
       const producer = createThreadedProducer({ brokers: ['127.0.0.1:1'], clientId: uniqueName('thread'), log });
-      const failure = await producer.send('nowhere', [{ key: 'k', value: Buffer.alloc(10_000) }]).then(
-        () => null,
-        (err: unknown) => err,
-      );
+      const failure = await producer
+        .send('nowhere', [{ key: 'k', value: Buffer.alloc(10_000) }], Date.now() + 60_000)
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
       await producer.close();
       expect(failure).toBeInstanceOf(Error);
       expect(isBrokerUnreachable(failure)).toBe(true);

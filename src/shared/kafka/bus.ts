@@ -1,12 +1,13 @@
 // The one place that knows kafkajs. Everything else talks to MessageBus / ConsumerGroup,
 // so the client library (unmaintained since 2023) can be swapped without touching callers.
-import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type Producer } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type Admin, type Consumer } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { withTimeout } from '../timeout.js';
 import { isBrokerUnreachable, trackBrokerAvailability } from './availability.js';
 import { createConsumerGroup, type ConsumerGroup, type ConsumerGroupOptions } from './consumer-group.js';
 import { kafkajsLogCreator } from './kafkajs-logging.js';
 import { createThreadedProducer } from './producer-thread.js';
+import { createSerialProducer } from './serial-producer.js';
 
 export {
   PartitionsRevokedError,
@@ -127,18 +128,22 @@ export function createKafkaBus({
   });
 
   // Durable producer: idempotent (needs acks=-1) with one request in flight, which kafkajs
-  // needs to keep ordering and avoid the lost/reordered sends reported with more.
-  const producer: Producer = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    createPartitioner: Partitioners.DefaultPartitioner,
-    // No retry option: kafkajs then retries an idempotent producer without limit, as EoS needs;
-    // produce() bounds the wait instead (produceTimeoutMs), and the caller answers 503.
-  });
+  // needs to keep ordering and avoid the lost/reordered sends reported with more; used one send
+  // at a time (serial-producer.ts says why).
+  const producer = createSerialProducer(
+    () =>
+      kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        createPartitioner: Partitioners.DefaultPartitioner,
+        // No retry option: kafkajs then retries an idempotent producer without limit, as EoS needs;
+        // produce() bounds the wait instead (produceTimeoutMs), and the caller answers 503.
+      }),
+    (err) => log.warn({ err }, 'kafka producer replaced after a send it gave up on'),
+  );
   const admin: Admin = kafka.admin();
   const probe: Admin = probeKafka.admin();
   const bulkProducer = createThreadedProducer({ brokers, clientId: `${clientId}-bulk`, log });
-  const connectProducer = memoConnect(() => producer.connect());
   const connectAdmin = memoConnect(() => admin.connect());
   const connectProbe = memoConnect(() => probe.connect());
   const consumers = new Set<Consumer>();
@@ -213,15 +218,19 @@ export function createKafkaBus({
         // kafkajs puts all messages of one partition into ONE record batch, which the broker
         // refuses beyond max.message.bytes: send in groups of at most maxSendBytes, one by one.
         const threaded = bytes >= threadedFromBytes;
-        const send = Promise.all([threaded ? undefined : connectProducer(), topicsReady]).then(async () => {
+        const deadline = Date.now() + produceTimeoutMs; // a group still queued then is never sent
+        const send = topicsReady.then(async () => {
           for (const group of groupsOfBytes(messages, maxSendBytes)) {
-            if (threaded) await bulkProducer.send(topic, group);
+            if (threaded) await bulkProducer.send(topic, group, deadline);
             else
-              await producer.send({
-                topic,
-                acks: -1,
-                messages: group.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
-              });
+              await producer.send(
+                {
+                  topic,
+                  acks: -1,
+                  messages: group.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+                },
+                deadline,
+              );
           }
         });
         void send.then(
@@ -291,7 +300,7 @@ export function createKafkaBus({
     async close() {
       broker.close();
       await Promise.allSettled([...consumers].map((c) => c.disconnect()));
-      await Promise.allSettled([producer.disconnect(), bulkProducer.close(), admin.disconnect(), probe.disconnect()]);
+      await Promise.allSettled([producer.close(), bulkProducer.close(), admin.disconnect(), probe.disconnect()]);
     },
   };
   return bus;

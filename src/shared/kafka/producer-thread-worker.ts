@@ -6,6 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { yieldCpuToEventLoop } from '../thread-priority.js';
 import type { SendReply, SendRequest, SerialisedError, ThreadLog } from './producer-thread.js';
+import { createSerialProducer } from './serial-producer.js';
 
 yieldCpuToEventLoop();
 
@@ -29,12 +30,23 @@ const kafka = new Kafka({
       port.postMessage({ log: { level: levels[level] ?? 'trace', message, extra } } satisfies { log: ThreadLog });
     },
 });
-const producer = kafka.producer({
-  idempotent: true,
-  maxInFlightRequests: 1,
-  createPartitioner: Partitioners.DefaultPartitioner,
-});
-let connected: Promise<void> | null = null;
+// One send at a time, as the bus's own (serial-producer.ts says why).
+const producer = createSerialProducer(
+  () =>
+    kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+    }),
+  (err) =>
+    port.postMessage({
+      log: {
+        level: 'warn',
+        message: 'kafka producer replaced after a send it gave up on',
+        extra: { err: serialise(err) },
+      },
+    } satisfies { log: ThreadLog }),
+);
 
 /** A transferred Buffer arrives as a plain Uint8Array: view it as a Buffer without copying. */
 const asBuffer = (value: string | Uint8Array) =>
@@ -53,23 +65,17 @@ function serialise(err: unknown, depth = 0): SerialisedError {
 
 port.on('message', (req: SendRequest | 'close') => {
   if (req === 'close') {
-    void producer
-      .disconnect()
-      .catch(() => undefined)
-      .then(() => port.close());
+    void producer.close().then(() => port.close());
     return;
   }
-  connected ??= producer.connect().catch((err: unknown) => {
-    connected = null; // the next send tries again
-    throw err;
-  });
-  void connected
-    .then(() =>
-      producer.send({
+  producer
+    .send(
+      {
         topic: req.topic,
         acks: -1,
         messages: req.messages.map((m) => ({ key: m.key, value: asBuffer(m.value), headers: m.headers })),
-      }),
+      },
+      req.deadline,
     )
     .then(
       () => port.postMessage({ id: req.id } satisfies SendReply),

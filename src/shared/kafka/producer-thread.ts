@@ -11,12 +11,13 @@ import type { OutboundMessage } from './bus.js';
 
 export type SerialisedError = { name: string; message: string; retriable: boolean; cause?: SerialisedError };
 export type ThreadMessage = { key: string; value: string | Uint8Array; headers?: Record<string, string> };
-export type SendRequest = { id: number; topic: string; messages: ThreadMessage[] };
+/** deadline: epoch ms after which a send still queued in the thread is not made. */
+export type SendRequest = { id: number; topic: string; messages: ThreadMessage[]; deadline: number };
 export type SendReply = { id: number; error?: SerialisedError };
 export type ThreadLog = { level: 'error' | 'warn' | 'debug' | 'trace'; message: string; extra: object };
 
 export type ThreadedProducer = {
-  send(topic: string, messages: OutboundMessage[]): Promise<void>;
+  send(topic: string, messages: OutboundMessage[], deadline: number): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -72,11 +73,11 @@ export function createThreadedProducer(opts: { brokers: string[]; clientId: stri
   };
 
   return {
-    send(topic, messages) {
+    send(topic, messages, deadline) {
       worker ??= start();
       const id = nextId++;
       const transfer = messages.map(transferable).filter((b): b is ArrayBuffer => b !== null);
-      const request: SendRequest = { id, topic, messages };
+      const request: SendRequest = { id, topic, messages, deadline };
       return new Promise<void>((resolve, reject) => {
         pending.set(id, { resolve, reject });
         worker!.postMessage(request, transfer);
