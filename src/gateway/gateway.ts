@@ -31,8 +31,19 @@ export async function startGateway(
     maxPendingBytes: config.kafkaMaxPendingBytes,
     logger,
     onProduceError: (topic) => metrics.kafkaProduceError(topic),
+    security: config.kafkaSecurity,
+    manageTopics: config.kafkaManageTopics,
   });
   bus.declareTopics(allTopics(config));
+  try {
+    // Refused credentials or certificates, or managed topics missing: no retry mends that, so the
+    // process stops with the reason. A broker that does not answer is waited for as in any outage.
+    await bus.checkAtStart(config.kafkaProduceTimeoutMs);
+  } catch (err) {
+    await bus.close();
+    await Promise.all([pool.end(), edgePool.end()]);
+    throw err;
+  }
   let accepting = true;
   const batchPreparer = createBatchPreparer(
     { maxTargets: config.inboundBatchMaxTargets, chunkMaxBytes: config.inboundChunkMaxBytes },

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import type { KafkaSasl, KafkaSecurity } from './kafka/client-security.js';
 
 // Every environment variable the processes read, with its default. The README's
 // "Configuration" table lists the same names; keep them in step.
@@ -26,6 +27,23 @@ const configSchema = z
       .regex(/^[a-zA-Z0-9._-]*$/, 'letters, digits, . _ - only')
       .default('connect.'),
     KAFKA_TOPIC_PARTITIONS: int(6, 1, 1000),
+    // -1: the broker's default.replication.factor. 0 for min ISR: the broker's min.insync.replicas.
+    KAFKA_TOPIC_REPLICATION_FACTOR: z.coerce.number().int().min(-1).max(32).default(-1),
+    KAFKA_TOPIC_MIN_INSYNC_REPLICAS: int(0, 0, 32),
+    // false: topics are the platform's; the service checks at start that they exist, creates none.
+    KAFKA_MANAGE_TOPICS: z.enum(['true', 'false']).default('true'),
+    KAFKA_SECURITY_PROTOCOL: z.enum(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL']).default('PLAINTEXT'),
+    KAFKA_SSL_CA_FILE: z.string().default(''),
+    KAFKA_SSL_CERT_FILE: z.string().default(''),
+    KAFKA_SSL_KEY_FILE: z.string().default(''),
+    KAFKA_SSL_KEY_PASSWORD: z.string().default(''),
+    KAFKA_SASL_MECHANISM: z.enum(['', 'PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER']).default(''),
+    KAFKA_SASL_USERNAME: z.string().default(''),
+    KAFKA_SASL_PASSWORD: z.string().default(''),
+    KAFKA_SASL_OAUTHBEARER_TOKEN_URL: z.union([z.literal(''), z.string().url()]).default(''),
+    KAFKA_SASL_OAUTHBEARER_CLIENT_ID: z.string().default(''),
+    KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: z.string().default(''),
+    KAFKA_SASL_OAUTHBEARER_SCOPE: z.string().default(''),
     KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
     KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6000, 300_000),
     // 0: max(90 s, 3 × KAFKA_SESSION_TIMEOUT_MS). A healthy consumer is silent up to 5 s between fetches, up to 60 s in a rebalance.
@@ -82,6 +100,10 @@ const configSchema = z
     WORKER_HTTP_HOST: z.string().min(1).default('0.0.0.0'),
     WORKER_HTTP_PORT: int(9464, 0, 65535),
   })
+  .superRefine((c, ctx) => {
+    const problem = kafkaSecurityProblem(c);
+    if (problem) ctx.addIssue({ code: 'custom', path: [problem.variable], message: problem.message });
+  })
   .refine((c) => c.ORPHAN_GRACE_MS > c.KAFKA_PRODUCE_TIMEOUT_MS, {
     // A gateway commits its edge row only after Kafka acked, which may take up to the produce
     // timeout: a shorter grace would let workers skip messages of rows that do commit.
@@ -100,6 +122,14 @@ export type Config = {
   kafkaClientId: string;
   kafkaTopicPrefix: string;
   kafkaTopicPartitions: number;
+  /** Replication factor of the topics the service creates (-1: the broker's default). */
+  kafkaTopicReplicationFactor: number;
+  /** min.insync.replicas of the topics the service creates (0: the broker's default). */
+  kafkaTopicMinInsyncReplicas: number;
+  /** False: the topics are managed elsewhere; the service only checks that they exist. */
+  kafkaManageTopics: boolean;
+  /** TLS and SASL towards the brokers. */
+  kafkaSecurity: KafkaSecurity;
   kafkaProduceTimeoutMs: number;
   /** A consumer silent this long leaves its group; its partitions go to the others. */
   kafkaSessionTimeoutMs: number;
@@ -172,6 +202,77 @@ export type Config = {
 
 export class ConfigError extends Error {}
 
+type KafkaSecurityEnv = Pick<
+  z.infer<typeof configSchema>,
+  | Extract<keyof z.infer<typeof configSchema>, `KAFKA_S${string}`>
+  | 'KAFKA_TOPIC_REPLICATION_FACTOR'
+  | 'KAFKA_TOPIC_MIN_INSYNC_REPLICAS'
+>;
+
+/** The first inconsistency among the Kafka security and topic settings, if any. */
+function kafkaSecurityProblem(c: KafkaSecurityEnv): { variable: string; message: string } | null {
+  const sasl = c.KAFKA_SECURITY_PROTOCOL.startsWith('SASL_');
+  const tls = c.KAFKA_SECURITY_PROTOCOL.endsWith('SSL');
+  if (sasl && !c.KAFKA_SASL_MECHANISM)
+    return {
+      variable: 'KAFKA_SASL_MECHANISM',
+      message: `is required with KAFKA_SECURITY_PROTOCOL=${c.KAFKA_SECURITY_PROTOCOL}`,
+    };
+  if (!sasl && c.KAFKA_SASL_MECHANISM)
+    return { variable: 'KAFKA_SASL_MECHANISM', message: 'needs KAFKA_SECURITY_PROTOCOL=SASL_SSL (or SASL_PLAINTEXT)' };
+  if (['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'].includes(c.KAFKA_SASL_MECHANISM)) {
+    if (!c.KAFKA_SASL_USERNAME)
+      return { variable: 'KAFKA_SASL_USERNAME', message: `is required with ${c.KAFKA_SASL_MECHANISM}` };
+    if (!c.KAFKA_SASL_PASSWORD)
+      return { variable: 'KAFKA_SASL_PASSWORD', message: `is required with ${c.KAFKA_SASL_MECHANISM}` };
+  }
+  if (c.KAFKA_SASL_MECHANISM === 'OAUTHBEARER') {
+    for (const v of [
+      'KAFKA_SASL_OAUTHBEARER_TOKEN_URL',
+      'KAFKA_SASL_OAUTHBEARER_CLIENT_ID',
+      'KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET',
+    ] as const)
+      if (!c[v]) return { variable: v, message: 'is required with KAFKA_SASL_MECHANISM=OAUTHBEARER' };
+  }
+  for (const v of ['KAFKA_SSL_CA_FILE', 'KAFKA_SSL_CERT_FILE', 'KAFKA_SSL_KEY_FILE'] as const)
+    if (c[v] && !tls) return { variable: v, message: 'needs KAFKA_SECURITY_PROTOCOL=SSL or SASL_SSL' };
+  if (Boolean(c.KAFKA_SSL_CERT_FILE) !== Boolean(c.KAFKA_SSL_KEY_FILE))
+    return {
+      variable: c.KAFKA_SSL_CERT_FILE ? 'KAFKA_SSL_KEY_FILE' : 'KAFKA_SSL_CERT_FILE',
+      message: 'client certificate and key go together',
+    };
+  if (
+    c.KAFKA_TOPIC_MIN_INSYNC_REPLICAS > 0 &&
+    c.KAFKA_TOPIC_REPLICATION_FACTOR > 0 &&
+    c.KAFKA_TOPIC_MIN_INSYNC_REPLICAS > c.KAFKA_TOPIC_REPLICATION_FACTOR
+  )
+    return { variable: 'KAFKA_TOPIC_MIN_INSYNC_REPLICAS', message: 'cannot exceed KAFKA_TOPIC_REPLICATION_FACTOR' };
+  return null;
+}
+
+function kafkaSecurityOf(c: KafkaSecurityEnv): KafkaSecurity {
+  const optional = (v: string) => v || undefined;
+  let sasl: KafkaSasl | undefined;
+  if (c.KAFKA_SASL_MECHANISM === 'OAUTHBEARER')
+    sasl = {
+      mechanism: 'OAUTHBEARER',
+      tokenUrl: c.KAFKA_SASL_OAUTHBEARER_TOKEN_URL,
+      clientId: c.KAFKA_SASL_OAUTHBEARER_CLIENT_ID,
+      clientSecret: c.KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET,
+      scope: optional(c.KAFKA_SASL_OAUTHBEARER_SCOPE),
+    };
+  else if (c.KAFKA_SASL_MECHANISM)
+    sasl = { mechanism: c.KAFKA_SASL_MECHANISM, username: c.KAFKA_SASL_USERNAME, password: c.KAFKA_SASL_PASSWORD };
+  return {
+    protocol: c.KAFKA_SECURITY_PROTOCOL,
+    caFile: optional(c.KAFKA_SSL_CA_FILE),
+    certFile: optional(c.KAFKA_SSL_CERT_FILE),
+    keyFile: optional(c.KAFKA_SSL_KEY_FILE),
+    keyPassword: optional(c.KAFKA_SSL_KEY_PASSWORD),
+    sasl,
+  };
+}
+
 /** Parses the environment; throws ConfigError with one line naming the first bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable counts as unset, as shells and compose files often export "".
@@ -193,6 +294,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaClientId: c.KAFKA_CLIENT_ID,
     kafkaTopicPrefix: c.KAFKA_TOPIC_PREFIX,
     kafkaTopicPartitions: c.KAFKA_TOPIC_PARTITIONS,
+    kafkaTopicReplicationFactor: c.KAFKA_TOPIC_REPLICATION_FACTOR,
+    kafkaTopicMinInsyncReplicas: c.KAFKA_TOPIC_MIN_INSYNC_REPLICAS,
+    kafkaManageTopics: c.KAFKA_MANAGE_TOPICS === 'true',
+    kafkaSecurity: kafkaSecurityOf(c),
     kafkaProduceTimeoutMs: c.KAFKA_PRODUCE_TIMEOUT_MS,
     kafkaSessionTimeoutMs: c.KAFKA_SESSION_TIMEOUT_MS,
     kafkaConsumerStallTimeoutMs: c.KAFKA_CONSUMER_STALL_TIMEOUT_MS,

@@ -6,7 +6,7 @@ import {
 } from '../shared/kafka/bus.js';
 import { classifyFailure } from '../shared/db/errors.js';
 import { failedMessageOf } from './permanent-error.js';
-import { deadLetterTopic, type WorkerDeps, type WorkerKind } from './worker-kind.js';
+import { deadLetterTopic, topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
 import { noWorkerMetrics, type MessageOutcome } from './worker-metrics.js';
 
 export type RetryPolicy = { attempts: number; baseDelayMs: number; maxDelayMs: number };
@@ -230,12 +230,7 @@ export async function runWorkerKind(
   }
 
   const topics = kind.topics(deps.config);
-  // A dead-letter topic takes what its topic takes (max.message.bytes), or a large poison message
-  // could never be dead-lettered and would block its partition.
-  await deps.bus.ensureTopics([
-    ...topics,
-    ...topics.map((t) => ({ topic: deadLetterTopic(t.topic), partitions: 1, configs: t.configs })),
-  ]);
+  await deps.bus.ensureTopics(topicsWithDeadLetters(kind, deps.config));
   await group.run(
     topics.map((t) => t.topic),
     applyBatch,

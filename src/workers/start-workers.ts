@@ -7,7 +7,7 @@ import type { Logger } from '../shared/logger.js';
 import { runWorkerKind, type RetryPolicy } from './consumer-loop.js';
 import type { WorkersState } from './ops/readiness.js';
 import { startWorkerOps } from './ops/worker-ops.js';
-import type { WorkerDeps, WorkerKind } from './worker-kind.js';
+import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
 
 export type RunningWorkers = { stop(): Promise<void> };
 
@@ -59,6 +59,8 @@ export async function startWorkers(
     produceTimeoutMs: config.kafkaProduceTimeoutMs,
     maxPendingBytes: config.kafkaMaxPendingBytes,
     logger,
+    security: config.kafkaSecurity,
+    manageTopics: config.kafkaManageTopics,
   });
   const consumerKinds = kinds.filter((kind): kind is WorkerKind => !isPolling(kind));
   const groupIdOf = (kind: WorkerKind) => `${config.kafkaTopicPrefix}${kind.groupId}`;
@@ -82,6 +84,14 @@ export async function startWorkers(
       })
     : undefined;
   if (ops) serve?.onListening(ops.url);
+  // As the gateway does (gateway.ts): refused access or missing managed topics stop the process.
+  bus.declareTopics(consumerKinds.flatMap((kind) => topicsWithDeadLetters(kind, config)));
+  await bus.checkAtStart(config.kafkaProduceTimeoutMs).catch(async (err: unknown) => {
+    await ops?.close();
+    await bus.close();
+    await pool.end();
+    throw err;
+  });
   const deps: WorkerDeps = { config, logger, pool, bus, metrics: ops?.metrics };
   const groups = consumerKinds.map((kind) => {
     const group = bus.consumerGroup(groupIdOf(kind), {

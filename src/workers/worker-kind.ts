@@ -31,3 +31,11 @@ export type WorkerKind = {
 };
 
 export const deadLetterTopic = (topic: string) => `${topic}.dlq`;
+
+/**
+ * A kind's topics and their dead-letter topics. A dead-letter topic takes what its topic takes
+ * (max.message.bytes, replication), or a large poison message could never be dead-lettered and
+ * would block its partition.
+ */
+export const topicsWithDeadLetters = (kind: WorkerKind, config: Config): TopicSpec[] =>
+  kind.topics(config).flatMap((t) => [t, { ...t, topic: deadLetterTopic(t.topic), partitions: 1 }]);

@@ -107,7 +107,9 @@ export class Fleet {
   unplannedRestarts = 0;
   private readonly members = new Map<string, Member>();
   private readonly outputs = new Map<string, string>();
-  private gatewayUrl: string | null = null;
+  /** Live gateways' URLs by member name; requests go round-robin across them. */
+  private readonly gatewayUrls = new Map<string, string>();
+  private nextGateway = 0;
   private closed = false;
 
   constructor(
@@ -117,9 +119,13 @@ export class Fleet {
     allFleets.add(this);
   }
 
-  /** The current gateway's URL (it moves when the gateway restarts: PORT=0); null while it is down. */
+  /**
+   * A live gateway's URL, taking turns when there are several (a URL moves when its gateway
+   * restarts: PORT=0); null while none is up.
+   */
   url(): string | null {
-    return this.gatewayUrl;
+    const urls = [...this.gatewayUrls.values()];
+    return urls.length === 0 ? null : urls[this.nextGateway++ % urls.length]!;
   }
 
   async gateway(name = 'gateway', env: Record<string, string> = {}) {
@@ -140,7 +146,7 @@ export class Fleet {
   async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<ProcessExit> {
     const m = this.members.get(name)!;
     m.ending = signal;
-    if (m.role === 'gateway') this.gatewayUrl = null;
+    if (m.role === 'gateway') this.gatewayUrls.delete(name);
     await m.proc.kill(signal);
     return m.proc.exited;
   }
@@ -228,7 +234,7 @@ export class Fleet {
       const expected = (sent === 'SIGKILL' && !member.termTimedOut) || (sent === 'SIGTERM' && exit.code === 0);
       this.exits.push({ name: spec.name, generation, ...exit, sentSignal: sent, expected });
       const current = this.members.get(spec.name) === member;
-      if (spec.role === 'gateway' && current) this.gatewayUrl = null;
+      if (spec.role === 'gateway' && current) this.gatewayUrls.delete(spec.name);
       // Supervisor: what died by itself is started again (a few times at most).
       if (sent === null && current && !this.closed && member.restarts < 5) {
         member.restarts++;
@@ -239,7 +245,7 @@ export class Fleet {
       }
     });
     if (spec.role === 'gateway') {
-      this.gatewayUrl = await (proc as ReturnType<typeof spawnGateway>).listening(scaled(120_000));
+      this.gatewayUrls.set(spec.name, await (proc as ReturnType<typeof spawnGateway>).listening(scaled(120_000)));
     } else {
       await (proc as ReturnType<typeof spawnWorkers>).running(scaled(120_000));
     }

@@ -8,6 +8,13 @@ import { createConsumerGroup, type ConsumerGroup, type ConsumerGroupOptions } fr
 import { kafkajsLogCreator } from './kafkajs-logging.js';
 import { createThreadedProducer } from './producer-thread.js';
 import { createSerialProducer } from './serial-producer.js';
+import {
+  accessDeniedReason,
+  KafkaAccessDeniedError,
+  kafkaClientOptions,
+  plaintext,
+  type KafkaSecurity,
+} from './client-security.js';
 
 export {
   PartitionsRevokedError,
@@ -19,7 +26,16 @@ export {
 } from './consumer-group.js';
 
 export type OutboundMessage = { key: string; value: string | Buffer; headers?: Record<string, string> };
-export type TopicSpec = { topic: string; partitions: number; configs?: Record<string, string> };
+export type TopicSpec = {
+  topic: string;
+  partitions: number;
+  /** -1 or absent: the broker's default.replication.factor. */
+  replicationFactor?: number;
+  configs?: Record<string, string>;
+};
+
+/** Topics the service may not create are missing or have fewer partitions than it needs. */
+export class TopicsNotReadyError extends Error {}
 
 /** Messages of one partition that a consumer group has not committed yet. */
 export type PartitionLag = { topic: string; partition: number; lag: number };
@@ -28,7 +44,15 @@ export type PartitionLag = { topic: string; partition: number; lag: number };
 export class BrokerUnavailableError extends Error {}
 
 export interface MessageBus {
+  /** Creates the missing topics, or (manageTopics false) checks that they exist: TopicsNotReadyError. */
   ensureTopics(topics: TopicSpec[]): Promise<void>;
+  /**
+   * At start: reaches the cluster and ensures the declared topics, within timeoutMs. Throws
+   * KafkaAccessDeniedError (credentials or certificates refused) and TopicsNotReadyError, which
+   * no retry can mend; resolves false when no broker answered in time (the caller goes on and
+   * waits for it as for any outage), true when all is well.
+   */
+  checkAtStart(timeoutMs: number): Promise<boolean>;
   /** Topics produce() makes sure exist (once, on first use) before sending. */
   declareTopics(topics: TopicSpec[]): void;
   /**
@@ -67,6 +91,10 @@ export type KafkaOptions = {
   onProduceError?: (topic: string) => void;
   /** How often a broker known down is probed for its return. */
   probeIntervalMs?: number;
+  /** TLS and SASL towards the brokers (default: plaintext). */
+  security?: KafkaSecurity;
+  /** False: never create topics, only check that they exist with enough partitions. */
+  manageTopics?: boolean;
 };
 
 /** Bytes of messages one producer.send carries at most (a single larger message goes alone). */
@@ -96,6 +124,24 @@ function groupsOfBytes(messages: OutboundMessage[], maxBytes: number): OutboundM
   return groups;
 }
 
+/** Managed topics: every one must exist with at least the partitions the service needs. */
+async function checkManagedTopics(admin: Admin, topics: TopicSpec[], missing: TopicSpec[]): Promise<void> {
+  const present = topics.filter((t) => !missing.includes(t));
+  const metadata =
+    present.length > 0 ? await admin.fetchTopicMetadata({ topics: present.map((t) => t.topic) }) : { topics: [] };
+  const partitionsOf = new Map(metadata.topics.map((t) => [t.name, t.partitions.length]));
+  const short = present.filter((t) => (partitionsOf.get(t.topic) ?? 0) < t.partitions);
+  if (missing.length === 0 && short.length === 0) return;
+  const parts = [
+    ...missing.map((t) => `${t.topic} is missing (needs ${t.partitions} partitions)`),
+    ...short.map((t) => `${t.topic} has ${partitionsOf.get(t.topic)} partitions, needs ${t.partitions}`),
+  ];
+  throw new TopicsNotReadyError(
+    `KAFKA_MANAGE_TOPICS=false and the cluster's topics are not ready: ${parts.join('; ')}. ` +
+      'Create them (or lower KAFKA_TOPIC_PARTITIONS), or let the service create them (KAFKA_MANAGE_TOPICS=true).',
+  );
+}
+
 function memoConnect(connect: () => Promise<void>): () => Promise<void> {
   let pending: Promise<void> | null = null;
   return () => {
@@ -115,13 +161,23 @@ export function createKafkaBus({
   produceTimeoutMs = 10_000,
   maxPendingBytes = 64 * 1024 * 1024,
   probeIntervalMs = 1000,
+  security = plaintext,
+  manageTopics = true,
 }: KafkaOptions): MessageBus {
   const log = logger.child({ component: 'kafka' });
-  const kafka = new Kafka({ clientId, brokers, logLevel: logLevel.INFO, logCreator: kafkajsLogCreator(log) });
+  const secured = kafkaClientOptions(security);
+  const kafka = new Kafka({
+    clientId,
+    brokers,
+    ...secured,
+    logLevel: logLevel.INFO,
+    logCreator: kafkajsLogCreator(log),
+  });
   // The health probe must fail fast, so it gets its own client without retries.
   const probeKafka = new Kafka({
     clientId: `${clientId}-probe`,
     brokers,
+    ...secured,
     connectionTimeout: 1000,
     retry: { retries: 0 },
     logLevel: logLevel.NOTHING,
@@ -143,7 +199,7 @@ export function createKafkaBus({
   );
   const admin: Admin = kafka.admin();
   const probe: Admin = probeKafka.admin();
-  const bulkProducer = createThreadedProducer({ brokers, clientId: `${clientId}-bulk`, log });
+  const bulkProducer = createThreadedProducer({ brokers, clientId: `${clientId}-bulk`, security, log });
   const connectAdmin = memoConnect(() => admin.connect());
   const connectProbe = memoConnect(() => probe.connect());
   const consumers = new Set<Consumer>();
@@ -179,13 +235,14 @@ export function createKafkaBus({
         try {
           const existing = new Set(await admin.listTopics());
           const missing = topics.filter((t) => !existing.has(t.topic));
+          if (!manageTopics) return await checkManagedTopics(admin, topics, missing);
           if (missing.length === 0) return;
           await admin.createTopics({
             waitForLeaders: true,
             topics: missing.map((t) => ({
               topic: t.topic,
               numPartitions: t.partitions,
-              replicationFactor: -1, // the broker's default.replication.factor
+              replicationFactor: t.replicationFactor ?? -1,
               configEntries: Object.entries(t.configs ?? {}).map(([name, value]) => ({ name, value })),
             })),
           });
@@ -198,6 +255,26 @@ export function createKafkaBus({
     },
 
     available: () => broker.available(),
+
+    async checkAtStart(timeoutMs) {
+      try {
+        // First through the probe's client: without retries, refused access fails at once and
+        // with its cause (the main client would retry for seconds and hide it behind a timeout).
+        await withTimeout(
+          connectProbe().then(() => probe.describeCluster()),
+          timeoutMs,
+          'kafka start check',
+        );
+        await withTimeout(bus.ensureTopics(declared), timeoutMs, 'kafka topics check');
+        return true;
+      } catch (err) {
+        if (err instanceof TopicsNotReadyError) throw err;
+        const denied = accessDeniedReason(err);
+        if (denied) throw new KafkaAccessDeniedError(`Kafka (${brokers.join(',')}) refused this process: ${denied}`);
+        log.warn({ err }, 'kafka did not answer at start; going on without it until it does');
+        return false;
+      }
+    },
 
     async produce(topic, messages) {
       if (!broker.available()) {

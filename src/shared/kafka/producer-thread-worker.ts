@@ -7,10 +7,11 @@ import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { yieldCpuToEventLoop } from '../thread-priority.js';
 import type { SendReply, SendRequest, SerialisedError, ThreadLog } from './producer-thread.js';
 import { createSerialProducer } from './serial-producer.js';
+import { kafkaClientOptions, type KafkaSecurity } from './client-security.js';
 
 yieldCpuToEventLoop();
 
-const { brokers, clientId } = workerData as { brokers: string[]; clientId: string };
+const { brokers, clientId, security } = workerData as { brokers: string[]; clientId: string; security: KafkaSecurity };
 const port = parentPort!;
 
 const levels: Record<number, ThreadLog['level']> = {
@@ -22,6 +23,7 @@ const levels: Record<number, ThreadLog['level']> = {
 const kafka = new Kafka({
   clientId,
   brokers,
+  ...kafkaClientOptions(security),
   logLevel: logLevel.INFO,
   logCreator:
     () =>

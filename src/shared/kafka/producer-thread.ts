@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../logger.js';
 import type { OutboundMessage } from './bus.js';
+import { plaintext, type KafkaSecurity } from './client-security.js';
 
 export type SerialisedError = { name: string; message: string; retriable: boolean; cause?: SerialisedError };
 export type ThreadMessage = { key: string; value: string | Uint8Array; headers?: Record<string, string> };
@@ -39,13 +40,20 @@ function transferable(m: OutboundMessage): ArrayBuffer | null {
   return v.buffer as ArrayBuffer;
 }
 
-export function createThreadedProducer(opts: { brokers: string[]; clientId: string; log: Logger }): ThreadedProducer {
+export function createThreadedProducer(opts: {
+  brokers: string[];
+  clientId: string;
+  security?: KafkaSecurity;
+  log: Logger;
+}): ThreadedProducer {
   let worker: Worker | null = null;
   let nextId = 1;
   const pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
 
   const start = (): Worker => {
-    const w = new Worker(threadFile(), { workerData: { brokers: opts.brokers, clientId: opts.clientId } });
+    const w = new Worker(threadFile(), {
+      workerData: { brokers: opts.brokers, clientId: opts.clientId, security: opts.security ?? plaintext },
+    });
     w.on('message', (msg: SendReply | { log: ThreadLog }) => {
       if ('log' in msg) {
         opts.log[msg.log.level]({ ...msg.log.extra, kafkajs: true, thread: 'producer' }, msg.log.message);

@@ -25,17 +25,25 @@ export const topicPurposes: Record<TopicName, string> = {
   workOrderMaterials: 'recorded material usages to book; key: work order id',
 };
 
-export function topicSpec(
-  config: Pick<Config, 'kafkaTopicPrefix' | 'kafkaTopicPartitions'>,
-  name: TopicName,
-): TopicSpec {
+type TopicConfig = Pick<
+  Config,
+  'kafkaTopicPrefix' | 'kafkaTopicPartitions' | 'kafkaTopicReplicationFactor' | 'kafkaTopicMinInsyncReplicas'
+>;
+
+export function topicSpec(config: TopicConfig, name: TopicName): TopicSpec {
   return {
     topic: topicNames(config)[name],
     partitions: config.kafkaTopicPartitions,
-    // Room for a chunk of targets (the gateway cuts chunks well below this).
-    configs: { 'max.message.bytes': String(4 * 1024 * 1024) },
+    replicationFactor: config.kafkaTopicReplicationFactor,
+    configs: {
+      // Room for a chunk of targets (the gateway cuts chunks well below this).
+      'max.message.bytes': String(4 * 1024 * 1024),
+      ...(config.kafkaTopicMinInsyncReplicas > 0
+        ? { 'min.insync.replicas': String(config.kafkaTopicMinInsyncReplicas) }
+        : {}),
+    },
   };
 }
 
-export const allTopics = (config: Pick<Config, 'kafkaTopicPrefix' | 'kafkaTopicPartitions'>): TopicSpec[] =>
+export const allTopics = (config: TopicConfig): TopicSpec[] =>
   (Object.keys(topicNames(config)) as TopicName[]).map((name) => topicSpec(config, name));

@@ -1,0 +1,212 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Kafka, logLevel, ConfigResourceTypes } from 'kafkajs';
+import type pg from 'pg';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { spawnGateway, spawnWorkers } from '../support/processes.js';
+import { startThrowawayCluster, type ThrowawayCluster } from '../support/throwaway-cluster.js';
+import { scaled } from '../support/time-scale.js';
+import { faultConfig, finishScenario, killAllFleets, startScenario, testPool, waitFor } from './harness.js';
+
+// Issue 15: the service on a three-broker cluster reached the way managed clusters are
+// (SASL_SSL with SCRAM, mutual TLS), topics replicated 3 with min.insync.replicas 2, two gateways
+// and two workers per kind; a partition leader's broker SIGKILLed under load, then two brokers
+// down at once. The oracle checks every acknowledged write against the database.
+let cluster: ThrowawayCluster;
+let db: TestDatabase;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  const [c, d] = await Promise.allSettled([startThrowawayCluster(), createTestDatabase()]);
+  if (c.status === 'fulfilled') cluster = c.value;
+  if (d.status === 'fulfilled') db = d.value;
+  if (c.status === 'rejected') throw c.reason;
+  if (d.status === 'rejected') throw d.reason;
+  pool = testPool(db.url);
+}, scaled(400_000));
+
+afterAll(async () => {
+  await killAllFleets();
+  await pool?.end();
+  await db?.drop();
+  await cluster?.destroy();
+}, scaled(180_000));
+
+const replicated = { KAFKA_TOPIC_REPLICATION_FACTOR: '3', KAFKA_TOPIC_MIN_INSYNC_REPLICAS: '2' };
+
+/** The test's own view of the cluster: plaintext, no retries to speak of. */
+function admin() {
+  return new Kafka({
+    clientId: 'cluster-test',
+    brokers: cluster.plaintextBrokers.split(','),
+    logLevel: logLevel.NOTHING,
+  }).admin();
+}
+
+/** The node (1-3) leading most partitions of topic. */
+async function busiestLeader(topic: string): Promise<number> {
+  const a = admin();
+  await a.connect();
+  try {
+    const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
+    const counts = new Map<number, number>();
+    for (const p of topics[0]!.partitions) counts.set(p.leader, (counts.get(p.leader) ?? 0) + 1);
+    return [...counts].sort((x, y) => y[1] - x[1])[0]![0];
+  } finally {
+    await a.disconnect();
+  }
+}
+
+/** Replicas per partition and min.insync.replicas of topic. */
+async function replication(topic: string) {
+  const a = admin();
+  await a.connect();
+  try {
+    const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
+    const described = await a.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['min.insync.replicas'] }],
+    });
+    return {
+      replicas: [...new Set(topics[0]!.partitions.map((p) => p.replicas.length))],
+      minInsyncReplicas: described.resources[0]!.configEntries[0]!.configValue,
+    };
+  } finally {
+    await a.disconnect();
+  }
+}
+
+function expectNothingLost(report: Awaited<ReturnType<typeof finishScenario>>) {
+  expect.soft(report.unexpectedExits, 'processes that exited on their own (or not 0 on SIGTERM)').toEqual([]);
+  expect.soft(report.converged, 'every import job and job request settled').toBe(true);
+  expect.soft(report.oracle).toEqual(report.expected);
+  expect.soft(report.counts.otherNon2xx, `statuses other than 2xx/503/429: ${report.counts.otherStatuses}`).toBe(0);
+  expect.soft(report.counts.timeouts, 'requests unanswered after 30 s').toBe(0);
+  expect.soft(report.counts.write503WithoutRetryAfter, '503 writes without Retry-After').toBe(0);
+}
+
+describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
+  it(
+    'creates replicated topics; a leader broker SIGKILLed under load loses nothing, and two gateways and workers go on',
+    async () => {
+      // Gateways over SASL_SSL (SCRAM-SHA-512), workers over mutual TLS.
+      const s = await startScenario({
+        name: 'cluster-leader-kill',
+        pool,
+        databaseUrl: db.url,
+        brokers: cluster.scramEnv.KAFKA_BROKERS,
+        workers: {},
+        env: { ...cluster.scramEnv, ...replicated },
+        startLoad: false,
+      });
+      await Promise.all([
+        s.fleet.gateway('gateway-2'),
+        s.fleet.workers('workers-1', 'inbound,jobs', cluster.mtlsEnv),
+        s.fleet.workers('workers-2', 'inbound,jobs', cluster.mtlsEnv),
+      ]);
+      const { load } = s;
+      load.start();
+      const warm = await load.waitForAcks(30, 0, 120_000);
+
+      const inbound = `${s.config.kafkaTopicPrefix}inbound.targets`;
+      const topicReplication = await replication(inbound);
+      const dlqReplication = await replication(`${inbound}.dlq`);
+      const leader = await busiestLeader(inbound);
+
+      const fault = load.faultStart();
+      await cluster.kill(leader);
+      load.markDown();
+      // Other brokers take over its partitions: writes are acknowledged again while it is away.
+      const servedWithoutIt = await load.waitForAcks(20, fault.down!, 180_000);
+      load.markUp();
+      await cluster.start(leader);
+      load.faultEnd();
+      const recovered = await load.waitForAcks(20, fault.end!, 180_000);
+      const report = await finishScenario(s);
+
+      expect.soft(warm, 'writes acknowledged before the fault').toBe(true);
+      expect.soft(topicReplication, `replication of ${inbound}`).toEqual({ replicas: [3], minInsyncReplicas: '2' });
+      expect.soft(dlqReplication, `replication of ${inbound}.dlq`).toEqual({ replicas: [3], minInsyncReplicas: '2' });
+      expect.soft(servedWithoutIt, `writes acknowledged with broker ${leader} SIGKILLed`).toBe(true);
+      expect.soft(recovered, 'writes acknowledged after it came back').toBe(true);
+      expectNothingLost(report);
+    },
+    scaled(900_000),
+  );
+
+  it(
+    'two brokers down: writes answer 503 with Retry-After, reads keep working, nothing acknowledged is lost',
+    async () => {
+      const s = await startScenario({
+        name: 'cluster-two-down',
+        pool,
+        databaseUrl: db.url,
+        brokers: cluster.scramEnv.KAFKA_BROKERS,
+        workers: { workers: 'inbound,jobs' },
+        env: { ...cluster.scramEnv, ...replicated },
+      });
+      const { load } = s;
+      const warm = await load.waitForAcks(20, 0, 120_000);
+
+      const fault = load.faultStart();
+      await Promise.all([cluster.kill(2), cluster.kill(3)]);
+      load.markDown();
+      await waitFor(
+        () =>
+          Date.now() - fault.down! >= 8000 &&
+          load.writeAttempts(fault.down!).filter((a) => a.outcome === 503).length >= 5,
+        120_000,
+      );
+      load.markUp();
+      await Promise.all([cluster.start(2), cluster.start(3)]);
+      load.faultEnd();
+      const recovered = await load.waitForAcks(20, fault.end!, 240_000);
+      const report = await finishScenario(s);
+
+      const readsDuring = load.reads.filter(
+        (r) => r.kind !== 'health' && r.attempt.start >= fault.down! && r.attempt.end <= fault.up!,
+      );
+      expect.soft(warm, 'writes acknowledged before the fault').toBe(true);
+      expect.soft(recovered, 'writes acknowledged after the brokers came back').toBe(true);
+      expect.soft(readsDuring.length, 'reads while two brokers were down').toBeGreaterThan(0);
+      expect
+        .soft(
+          readsDuring.filter((r) => r.attempt.outcome !== 200).map((r) => `${r.kind} ${r.attempt.outcome}`),
+          'reads while two brokers are down (200 expected)',
+        )
+        .toEqual([]);
+      expectNothingLost(report);
+    },
+    scaled(900_000),
+  );
+
+  it(
+    'refused credentials or an untrusted certificate stop a process at start with one clear line',
+    async () => {
+      const config = faultConfig(db.url, cluster.scramEnv.KAFKA_BROKERS, cluster.scramEnv);
+      const wrongPassword = spawnGateway(config, { ...cluster.scramEnv, KAFKA_SASL_PASSWORD: 'not-the-password' });
+      const untrusted = spawnWorkers(config, 'inbound', {
+        ...cluster.mtlsEnv,
+        KAFKA_SSL_CA_FILE: '/etc/ssl/certs/ca-certificates.crt', // the system CAs: not the cluster's
+      });
+      const noClientCertificate = spawnWorkers(config, 'jobs', {
+        ...cluster.mtlsEnv,
+        KAFKA_SSL_CERT_FILE: '',
+        KAFKA_SSL_KEY_FILE: '',
+      });
+      const exits = await Promise.all([wrongPassword, untrusted, noClientCertificate].map((p) => p.exited));
+      const lines = [wrongPassword, untrusted, noClientCertificate].map((p) =>
+        p
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('failed to start')),
+      );
+      expect(exits.map((e) => e.code)).toEqual([1, 1, 1]);
+      expect(lines[0]!.join('\n')).toMatch(
+        /gateway: failed to start: Kafka .* refused this process: SASL authentication refused/,
+      );
+      expect(lines[1]!.join('\n')).toMatch(/workers: failed to start: Kafka .* refused this process: TLS refused/);
+      expect(lines[2]!.join('\n')).toMatch(/workers: failed to start: Kafka .* refused this process: TLS refused/);
+    },
+    scaled(300_000),
+  );
+});
