@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel, ConfigResourceTypes } from 'kafkajs';
 import type pg from 'pg';
@@ -73,6 +74,38 @@ async function replication(topic: string) {
   } finally {
     await a.disconnect();
   }
+}
+
+/**
+ * An OAuth 2 token endpoint for the client credentials grant, issuing the unsigned tokens the
+ * cluster's test validator accepts; counts the tokens it issued.
+ */
+async function startTokenEndpoint(clientId: string, clientSecret: string) {
+  let issued = 0;
+  const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const server: Server = createServer((req, res) => {
+    const expected = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
+    req.resume();
+    req.on('end', () => {
+      if (req.headers.authorization !== expected) {
+        res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid_client"}');
+        return;
+      }
+      issued++;
+      const now = Math.floor(Date.now() / 1000);
+      const token = `${b64({ alg: 'none' })}.${b64({ sub: clientId, iat: now, exp: now + 3600 })}.`;
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ access_token: token, token_type: 'Bearer', expires_in: 3600 }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/token`,
+    issued: () => issued,
+    close: () => new Promise((r) => server.close(r)),
+  };
 }
 
 function expectNothingLost(report: Awaited<ReturnType<typeof finishScenario>>) {
@@ -177,6 +210,52 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       expectNothingLost(report);
     },
     scaled(900_000),
+  );
+
+  it(
+    'OAUTHBEARER: a gateway takes its token from an OAuth 2 token endpoint (client credentials) and writes go through',
+    async () => {
+      const tokens = await startTokenEndpoint('connect-gateway', 'token-secret');
+      const oauth = {
+        ...cluster.scramEnv,
+        KAFKA_SASL_MECHANISM: 'OAUTHBEARER',
+        KAFKA_SASL_USERNAME: '',
+        KAFKA_SASL_PASSWORD: '',
+        KAFKA_SASL_OAUTHBEARER_TOKEN_URL: tokens.url,
+        KAFKA_SASL_OAUTHBEARER_CLIENT_ID: 'connect-gateway',
+        KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: 'token-secret',
+      };
+      try {
+        const s = await startScenario({
+          name: 'cluster-oauthbearer',
+          pool,
+          databaseUrl: db.url,
+          brokers: oauth.KAFKA_BROKERS,
+          workers: {},
+          env: { ...oauth, ...replicated },
+          startLoad: false,
+        });
+        await s.fleet.workers('workers', 'inbound,jobs', cluster.mtlsEnv);
+        s.load.start();
+        const acked = await s.load.waitForAcks(10, 0, 120_000);
+        const report = await finishScenario(s);
+        // A wrong client secret: the token endpoint refuses, and so the process stops.
+        const refused = spawnGateway(faultConfig(db.url, oauth.KAFKA_BROKERS, oauth), {
+          ...oauth,
+          KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: 'not-the-secret',
+        });
+        const exit = await refused.exited;
+
+        expect.soft(acked, 'writes acknowledged through the OAUTHBEARER gateway').toBe(true);
+        expect.soft(tokens.issued(), 'tokens issued').toBeGreaterThan(0);
+        expectNothingLost(report);
+        expect(exit.code).toBe(1);
+        expect(refused.output()).toMatch(/gateway: failed to start: Kafka .* refused this process: .*401/);
+      } finally {
+        await tokens.close();
+      }
+    },
+    scaled(600_000),
   );
 
   it(

@@ -1,0 +1,41 @@
+import { inject, describe, expect, it } from 'vitest';
+import { createKafkaBus, TopicsNotReadyError, type TopicSpec } from '../../src/shared/kafka/bus.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { uniqueName } from '../support/kafka.js';
+
+// KAFKA_MANAGE_TOPICS=false: the platform owns the topics; the service creates none and refuses
+// to start (one line naming each topic) until they exist with the partitions it needs.
+const brokers = () => inject('kafkaBrokers').split(',');
+const logger = createLogger('silent', 'test-kafka');
+
+describe('managed topics', () => {
+  it('are checked at start and never created', async () => {
+    const prefix = uniqueName('managed');
+    const topics: TopicSpec[] = [
+      { topic: `${prefix}.a`, partitions: 3 },
+      { topic: `${prefix}.b`, partitions: 2 },
+    ];
+    const managed = createKafkaBus({ brokers: brokers(), clientId: prefix, logger, manageTopics: false });
+    const owner = createKafkaBus({ brokers: brokers(), clientId: `${prefix}-owner`, logger });
+    try {
+      managed.declareTopics(topics);
+      const missing = await managed.checkAtStart(30_000).catch((err: unknown) => err);
+      expect(missing).toBeInstanceOf(TopicsNotReadyError);
+      expect((missing as Error).message).toContain(`${prefix}.a is missing (needs 3 partitions)`);
+      expect((missing as Error).message).toContain(`${prefix}.b is missing (needs 2 partitions)`);
+
+      // The platform creates one right and one with too few partitions.
+      await owner.ensureTopics([topics[0]!, { ...topics[1]!, partitions: 1 }]);
+      const short = await managed.checkAtStart(30_000).catch((err: unknown) => err);
+      expect((short as Error).message).toContain(`${prefix}.b has 1 partitions, needs 2`);
+      expect((short as Error).message).not.toContain(`${prefix}.a`);
+
+      // What exists right passes; the managed bus created nothing of its own.
+      await managed.ensureTopics([topics[0]!]);
+      const listed = await managed.consumerLag(`${prefix}-nobody`, [topics[0]!.topic], 30_000);
+      expect(listed).toHaveLength(3);
+    } finally {
+      await Promise.all([managed.close(), owner.close()]);
+    }
+  });
+});
