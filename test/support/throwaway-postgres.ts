@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, chown, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { existsSync, readdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { tmpdir } from 'node:os';
@@ -36,7 +36,10 @@ export type ThrowawayPostgres = {
  * fault test can stop and start it without touching the machine's server. initdb refuses to run
  * as root, so as root the cluster belongs to the `postgres` user.
  */
-export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
+export async function startThrowawayPostgres(
+  /** Serve TLS with this certificate and key (PEM files; copied into the cluster's directory). */
+  tls?: { certFile: string; keyFile: string },
+): Promise<ThrowawayPostgres> {
   const bin = binDir();
   const program = (name: string) => (bin ? join(bin, name) : name);
   const asRoot = userInfo().uid === 0;
@@ -55,7 +58,20 @@ export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
 
   await as(program('initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync']);
   const port = 40000 + Math.floor(Math.random() * 20000);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  let options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  if (tls) {
+    // The server reads its key only when it belongs to it and nobody else may read it.
+    const [cert, key] = [join(dir, 'server.crt'), join(dir, 'server.key')];
+    await copyFile(tls.certFile, cert);
+    await copyFile(tls.keyFile, key);
+    await chmod(key, 0o600);
+    if (asRoot) {
+      const uid = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
+      const gid = Number((await run('id', ['-g', 'postgres'])).stdout.trim());
+      await Promise.all([chown(cert, uid, gid), chown(key, uid, gid)]);
+    }
+    options += ` -c ssl=on -c ssl_cert_file=${cert} -c ssl_key_file=${key}`;
+  }
   const pgCtl = (...args: string[]) => as(program('pg_ctl'), ['-D', dataDir, '-w', '-t', '120', ...args]);
   const start = async () => {
     await pgCtl('-o', options, '-l', join(dir, 'server.log'), 'start');
