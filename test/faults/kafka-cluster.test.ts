@@ -3,8 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel, ConfigResourceTypes } from 'kafkajs';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createApiClient } from '../support/api-client.js';
+import { bearer } from '../support/fixtures.js';
+import { balanceOf, runUsageLoad, usageLedger } from '../support/materials.js';
 import { spawnGateway, spawnWorkers } from '../support/processes.js';
 import { startThrowawayCluster, type ThrowawayCluster } from '../support/throwaway-cluster.js';
+import { eventually } from '../support/kafka.js';
 import { scaled } from '../support/time-scale.js';
 import { faultConfig, finishScenario, killAllFleets, startScenario, testPool, waitFor } from './harness.js';
 
@@ -108,6 +112,81 @@ async function startTokenEndpoint(clientId: string, clientSecret: string) {
   };
 }
 
+/**
+ * Material usages (one item at one location, some event ids sent twice) from 10 clients through
+ * one gateway while the fault runs. finish() waits for the load and for the workers, then judges:
+ * an event answered 200 is booked exactly once; one answered only 503 left nothing behind.
+ */
+async function startMaterialsLoad(
+  gatewayUrl: string,
+  demo: {
+    tenantId: string;
+    clients: Record<string, { apiKey: string }>;
+    workOrders: { workOrderId: number; externalWorkOrderId: string }[];
+  },
+) {
+  const api = await createApiClient(gatewayUrl);
+  const headers = bearer(demo.clients.all!.apiKey);
+  const items = (await api.get('/api/v1/connect/inventory/items', { headers })).body as {
+    sku: string;
+    inventoryItemId: string;
+    unitOfMeasure: string;
+  }[];
+  const locations = (await api.get('/api/v1/connect/inventory/locations', { headers })).body as {
+    externalCode: string;
+    inventoryLocationId: string;
+  }[];
+  const item = items.find((i) => i.sku === 'VALVE-BALL-12')!;
+  const location = locations.find((l) => l.externalCode === 'WH-MAIN')!;
+  const start = (await balanceOf(pool, item.inventoryItemId, location.inventoryLocationId))!;
+  const prefix = 'cluster-usage';
+  const running = runUsageLoad({
+    api,
+    pool,
+    tenantId: demo.tenantId,
+    workOrders: demo.workOrders,
+    item,
+    locationCode: 'WH-MAIN',
+    prefix,
+    total: 300,
+    distinct: 250,
+    clients: 10,
+  });
+  return {
+    async finish() {
+      const load = await running;
+      const answered = new Map<string, Set<number>>();
+      for (const r of load.responses) answered.set(r.eventId, (answered.get(r.eventId) ?? new Set()).add(r.status));
+      const acknowledged = [...answered].filter(([, st]) => st.has(200)).map(([id]) => id);
+      const ledger = await eventually(
+        async () => {
+          const rows = await usageLedger(pool, demo.tenantId, prefix);
+          const applied = rows.filter((r) => r.status === 'Applied').length;
+          return applied >= acknowledged.length ? rows : undefined;
+        },
+        180_000,
+        'acknowledged usages applied',
+      );
+      const byId = new Map(ledger.map((r) => [r.external_event_id, r]));
+      const quantity = (id: string) => ((Number(id.slice(prefix.length + 1)) % 9) + 1) / 8;
+      const refused = [...answered].filter(([, st]) => !st.has(200)).length;
+      console.log(
+        `faults[cluster-leader-kill]: material usages ${answered.size} events from 10 clients: ${acknowledged.length} acknowledged, ${refused} answered only 503`,
+      );
+      return {
+        acknowledged: acknowledged.length,
+        otherStatuses: load.responses
+          .filter((r) => r.status !== 200 && r.status !== 503)
+          .map((r) => `${r.eventId} ${r.status}`),
+        notBookedOnce: acknowledged.filter((id) => byId.get(id)?.status !== 'Applied' || byId.get(id)?.movements !== 1),
+        refusedButStored: [...answered].filter(([id, st]) => !st.has(200) && byId.has(id)).map(([id]) => id),
+        balance: await balanceOf(pool, item.inventoryItemId, location.inventoryLocationId),
+        expectedBalance: start - acknowledged.reduce((sum, id) => sum + quantity(id), 0),
+      };
+    },
+  };
+}
+
 function expectNothingLost(report: Awaited<ReturnType<typeof finishScenario>>) {
   expect.soft(report.unexpectedExits, 'processes that exited on their own (or not 0 on SIGTERM)').toEqual([]);
   expect.soft(report.converged, 'every import job and job request settled').toBe(true);
@@ -133,12 +212,13 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       });
       await Promise.all([
         s.fleet.gateway('gateway-2'),
-        s.fleet.workers('workers-1', 'inbound,jobs', cluster.mtlsEnv),
-        s.fleet.workers('workers-2', 'inbound,jobs', cluster.mtlsEnv),
+        s.fleet.workers('workers-1', 'inbound,jobs,materials', cluster.mtlsEnv),
+        s.fleet.workers('workers-2', 'inbound,jobs,materials', cluster.mtlsEnv),
       ]);
       const { load } = s;
       load.start();
       const warm = await load.waitForAcks(30, 0, 120_000);
+      const materials = await startMaterialsLoad(s.fleet.url()!, s.demo);
 
       const inbound = `${s.config.kafkaTopicPrefix}inbound.targets`;
       const topicReplication = await replication(inbound);
@@ -154,9 +234,15 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       await cluster.start(leader);
       load.faultEnd();
       const recovered = await load.waitForAcks(20, fault.end!, 180_000);
+      const usages = await materials.finish();
       const report = await finishScenario(s);
 
       expect.soft(warm, 'writes acknowledged before the fault').toBe(true);
+      expect.soft(usages.otherStatuses, 'material usages answered other than 200/503').toEqual([]);
+      expect.soft(usages.acknowledged, 'material usages acknowledged').toBeGreaterThan(0);
+      expect.soft(usages.notBookedOnce, 'acknowledged usages not Applied with exactly one stock movement').toEqual([]);
+      expect.soft(usages.refusedButStored, 'usages answered only 503 yet stored').toEqual([]);
+      expect.soft(usages.balance, 'stock balance after the acknowledged usages').toBe(usages.expectedBalance);
       expect.soft(topicReplication, `replication of ${inbound}`).toEqual({ replicas: [3], minInsyncReplicas: '2' });
       expect.soft(dlqReplication, `replication of ${inbound}.dlq`).toEqual({ replicas: [3], minInsyncReplicas: '2' });
       expect.soft(servedWithoutIt, `writes acknowledged with broker ${leader} SIGKILLed`).toBe(true);
