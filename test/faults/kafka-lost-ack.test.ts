@@ -31,8 +31,8 @@ beforeAll(async () => {
 }, scaled(300_000));
 
 afterAll(async () => {
-  await bus?.close();
-  await proxy?.close();
+  // Each on its own: one that fails must not leave the broker running.
+  await Promise.allSettled([bus?.close(), proxy?.close()]);
   await kafka?.destroy();
 }, scaled(120_000));
 
