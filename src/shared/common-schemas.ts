@@ -34,15 +34,17 @@ export const coordinatesSchema = z
  * timestamptz stores (years 1 … 9999 in UTC, offsets up to ±15:59), so no accepted value fails later.
  */
 export const instantSchema = () =>
-  z.iso.datetime({ offset: true }).refine(
-    (v) => {
-      const offset = /([+-])(\d{2}):?(\d{2})$/.exec(v);
-      if (offset && Number(offset[2]) > 15) return false;
-      const year = new Date(v).getUTCFullYear();
-      return year >= 1 && year <= 9999;
-    },
-    { message: 'must lie between the years 1 and 9999 (UTC), with an offset of at most ±15:59' },
-  );
+  z.iso.datetime({ offset: true }).refine(instantInRange, {
+    message: 'must lie between the years 1 and 9999 (UTC), with an offset of at most ±15:59',
+  });
+
+/** Whether an ISO 8601 instant lies in what timestamptz stores (instantSchema's refinement). */
+export function instantInRange(v: string): boolean {
+  const offset = /([+-])(\d{2}):?(\d{2})$/.exec(v);
+  if (offset && Number(offset[2]) > 15) return false;
+  const year = new Date(v).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
 
 export const timeWindowSchema = z
   .strictObject({

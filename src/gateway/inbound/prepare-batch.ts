@@ -1,4 +1,5 @@
 import { AppError, type FieldErrors } from '../../shared/errors.js';
+import { checkTarget } from '../../shared/inbound/target-check.js';
 import { targetItemSchema } from '../../shared/inbound/target-schema.js';
 import { requestHash } from '../../shared/request-hash.js';
 import { parseJsonBytes, splitByItem } from '../http/json-text.js';
@@ -46,7 +47,7 @@ export function prepareBatch(bytes: Uint8Array, limits: BatchLimits): PreparedBa
     );
   }
   const batch = parseOrThrow(batchEnvelopeSchema, raw, 'body');
-  const targets = validateTargets(batch.targets, targetItemSchema, 'targets', items);
+  const targets = validateTargets(batch.targets, targetItemSchema, 'targets', items, checkTarget);
   return {
     sourceSystem: batch.sourceSystem,
     externalBatchId: batch.externalBatchId ?? null,

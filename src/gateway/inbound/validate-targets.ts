@@ -23,11 +23,18 @@ export function validateTargets(
   schema: z.ZodType<TargetFields>,
   root: string,
   unstorable: ReadonlyMap<number, TextProblem[]> = new Map(),
+  /** schema's verdict for what it is sure of (its output), undefined to let schema decide. */
+  fast: (item: unknown) => TargetFields | undefined = () => undefined,
 ): ValidatedTargets {
   const out: ValidatedTargets = { accepted: [], rejectedCount: 0, errors: [], errorsOmitted: 0 };
   const fieldErrors: Record<string, string[]> = {};
   items.forEach((item, index) => {
     const textProblems = unstorable.get(index);
+    const sure = textProblems ? undefined : fast(item);
+    if (sure) {
+      out.accepted.push({ index, target: sure });
+      return;
+    }
     const parsed = textProblems ? null : schema.safeParse(item);
     if (parsed?.success) {
       out.accepted.push({ index, target: parsed.data });
