@@ -24,8 +24,14 @@ export async function startThrowawayCluster() {
 
 async function startOn(base: number) {
   const stateDir = await mkdtemp(join(tmpdir(), 'connect-kafka-cluster-'));
-  const env = { ...process.env, KAFKA_CLUSTER_BASE_PORT: String(base), STATE_DIR: stateDir };
-  const cluster = (...args: string[]) => run('scripts/kafka-cluster', args, { env, timeout: 300_000 });
+  // A node recovering its logs after a SIGKILL on a loaded machine may take minutes.
+  const env = {
+    ...process.env,
+    KAFKA_CLUSTER_BASE_PORT: String(base),
+    STATE_DIR: stateDir,
+    KAFKA_START_TIMEOUT: '400',
+  };
+  const cluster = (...args: string[]) => run('scripts/kafka-cluster', args, { env, timeout: 600_000 });
   try {
     await cluster('up');
   } catch (err) {
