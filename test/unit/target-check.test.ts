@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkTarget } from '../../src/shared/inbound/target-check.js';
+import { requestHash, requestHashWithItems } from '../../src/shared/request-hash.js';
 import { targetItemSchema } from '../../src/shared/inbound/target-schema.js';
 import { mulberry32 } from '../support/prng.js';
 
@@ -163,7 +164,9 @@ describe('checkTarget', () => {
   it('accepts only what targetItemSchema accepts, with the same output, and nearly all valid targets', () => {
     let valid = 0;
     let fast = 0;
+    let asSent = 0;
     const disagreements: unknown[] = [];
+    const notAsSent: unknown[] = [];
     for (let i = 0; i < 20_000; i++) {
       const target = i % 4 === 0 ? validTarget() : mutate(validTarget());
       const zod = targetItemSchema.safeParse(target);
@@ -171,10 +174,15 @@ describe('checkTarget', () => {
       if (zod.success) valid++;
       if (checked === undefined) continue;
       fast++;
-      if (!zod.success || JSON.stringify(sorted(checked)) !== JSON.stringify(sorted(zod.data)))
+      if (checked.asSent) asSent++;
+      if (!zod.success || JSON.stringify(sorted(checked.target)) !== JSON.stringify(sorted(zod.data)))
         disagreements.push(target);
+      // "As sent": its text is the text sent, so the gateway may reuse the one it made for the fingerprint.
+      else if (checked.asSent && JSON.stringify(checked.target) !== JSON.stringify(target)) notAsSent.push(target);
     }
     expect(disagreements.slice(0, 5)).toEqual([]);
+    expect(notAsSent.slice(0, 5), 'targets called "as sent" whose text differs').toEqual([]);
+    expect(asSent, 'targets accepted as sent').toBeGreaterThan(fast / 2);
     expect(valid, 'valid targets generated').toBeGreaterThan(5000);
     expect(fast / valid, 'share of valid targets the fast check takes').toBeGreaterThan(0.95);
   });
@@ -184,6 +192,23 @@ describe('checkTarget', () => {
       '{"externalId":"a","name":"b","coordinates":{"latitude":1,"longitude":2},"metadata":{"__proto__":1}}',
     );
     expect(checkTarget(target)).toBeUndefined();
+  });
+});
+
+describe('requestHashWithItems', () => {
+  it('is requestHash of the body, with the items serialised beforehand', () => {
+    for (let i = 0; i < 500; i++) {
+      const targets = Array.from({ length: 1 + Math.floor(rnd() * 4) }, () => mutate(validTarget()));
+      const fields: [string, unknown][] = [
+        ['sourceSystem', pick(['erp', ' erp ', 'ä'])],
+        ['targets', targets],
+        ['externalBatchId', pick<unknown>([null, 'b-1', 7, undefined, { odd: [1, 'x'] }])],
+        ['10', 'an integer-like key'],
+      ];
+      const body = Object.fromEntries(fields.sort(() => rnd() - 0.5));
+      const texts = targets.map((t) => JSON.stringify(t));
+      expect(requestHashWithItems(body, 'targets', texts).equals(requestHash(body))).toBe(true);
+    }
   });
 });
 

@@ -3,7 +3,8 @@ import type { TargetFields } from '../../shared/inbound/target-schema.js';
 import type { OutboundMessage } from '../../shared/kafka/bus.js';
 import { envelope } from '../../shared/messages.js';
 
-export type ChunkItem = { index: number; target: TargetFields };
+/** json, when known: JSON.stringify(target) already made (the target exactly as sent). */
+export type ChunkItem = { index: number; target: TargetFields; json?: string };
 
 /**
  * Serialises each accepted target once and cuts the JSON texts into chunks of at most maxBytes
@@ -17,7 +18,11 @@ export function cutIntoChunks(items: readonly ChunkItem[], maxBytes: number): Bu
   let current: string[] = [];
   let size = 0;
   for (const item of items) {
-    const json = JSON.stringify(item);
+    // The text JSON.stringify({ index, target }) gives, reusing the target's when it is known.
+    const json =
+      item.json !== undefined
+        ? `{"index":${item.index},"target":${item.json}}`
+        : JSON.stringify({ index: item.index, target: item.target });
     const bytes = Buffer.byteLength(json) + 1;
     if (current.length > 0 && size + bytes > maxBytes) {
       chunks.push(Buffer.from(current.join(',')));

@@ -1,7 +1,7 @@
 import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { checkTarget } from '../../shared/inbound/target-check.js';
 import { targetItemSchema } from '../../shared/inbound/target-schema.js';
-import { requestHash } from '../../shared/request-hash.js';
+import { requestHashWithItems } from '../../shared/request-hash.js';
 import { parseJsonBytes, splitByItem } from '../http/json-text.js';
 import { fieldName, parseOrThrow } from '../http/validate.js';
 import { cutIntoChunks } from './chunks.js';
@@ -47,11 +47,14 @@ export function prepareBatch(bytes: Uint8Array, limits: BatchLimits): PreparedBa
     );
   }
   const batch = parseOrThrow(batchEnvelopeSchema, raw, 'body');
-  const targets = validateTargets(batch.targets, targetItemSchema, 'targets', items, checkTarget);
+  // Each target is serialised once: for the request's fingerprint, and as its chunk text when it
+  // is accepted exactly as sent (most are).
+  const itemTexts = batch.targets.map((t) => JSON.stringify(t));
+  const targets = validateTargets(batch.targets, targetItemSchema, 'targets', items, checkTarget, itemTexts);
   return {
     sourceSystem: batch.sourceSystem,
     externalBatchId: batch.externalBatchId ?? null,
-    requestHash: requestHash(raw),
+    requestHash: requestHashWithItems(raw as object, 'targets', itemTexts),
     received: batch.targets.length,
     accepted: targets.accepted.length,
     rejectedCount: targets.rejectedCount,

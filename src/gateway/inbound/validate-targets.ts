@@ -3,10 +3,12 @@ import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { unstorableReason, type TextProblem } from '../../shared/text/storable.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import type { TargetFields } from '../../shared/inbound/target-schema.js';
+import type { CheckedTarget } from '../../shared/inbound/target-check.js';
 import { fieldName, toFieldErrors } from '../http/validate.js';
 
 export type ValidatedTargets = {
-  accepted: { index: number; target: TargetFields }[];
+  /** json: the target's JSON text, when it is exactly the text sent (see itemTexts). */
+  accepted: { index: number; target: TargetFields; json?: string }[];
   rejectedCount: number;
   /** The first maxStoredItemErrors item errors; the rest are counted. */
   errors: ItemError[];
@@ -24,7 +26,9 @@ export function validateTargets(
   root: string,
   unstorable: ReadonlyMap<number, TextProblem[]> = new Map(),
   /** schema's verdict for what it is sure of (its output), undefined to let schema decide. */
-  fast: (item: unknown) => TargetFields | undefined = () => undefined,
+  fast: (item: unknown) => CheckedTarget | undefined = () => undefined,
+  /** JSON.stringify of each item as sent, when made already: reused for targets accepted as sent. */
+  itemTexts?: readonly string[],
 ): ValidatedTargets {
   const out: ValidatedTargets = { accepted: [], rejectedCount: 0, errors: [], errorsOmitted: 0 };
   const fieldErrors: Record<string, string[]> = {};
@@ -32,7 +36,7 @@ export function validateTargets(
     const textProblems = unstorable.get(index);
     const sure = textProblems ? undefined : fast(item);
     if (sure) {
-      out.accepted.push({ index, target: sure });
+      out.accepted.push({ index, target: sure.target, json: sure.asSent ? itemTexts?.[index] : undefined });
       return;
     }
     const parsed = textProblems ? null : schema.safeParse(item);

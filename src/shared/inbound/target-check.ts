@@ -11,10 +11,15 @@ import { maxTags, maxTimeWindows, type TargetFields } from './target-schema.js';
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+// Whether the check being made changed a value (trimmed a string): then the target's JSON as
+// sent is not its JSON as accepted. Set by text(), read by checkTarget (one check at a time).
+let trimmed = false;
+
 /** text(max): trimmed, 1 … max UTF-16 units after trimming; undefined when not. */
 function text(v: unknown, max: number): string | undefined {
   if (typeof v !== 'string') return undefined;
   const t = v.trim();
+  if (t.length !== v.length) trimmed = true;
   return t.length >= 1 && t.length <= max ? t : undefined;
 }
 
@@ -26,39 +31,35 @@ const numberIn = (v: unknown, min: number, max: number) =>
 const NOT_SURE = Symbol('not sure');
 type Checked<T> = T | typeof NOT_SURE;
 
-/** A nullish field: absent stays absent, null stays null, a value must pass check. */
-function nullish<T>(o: Obj, key: string, out: Obj, check: (v: unknown) => Checked<T>): boolean {
-  if (!(key in o)) return true;
-  const v = o[key];
-  if (v === null) {
-    out[key] = null;
-    return true;
-  }
-  const checked = check(v);
-  if (checked === NOT_SURE) return false;
-  out[key] = checked;
-  return true;
-}
-
-const addressKeys = new Set(['line1', 'line2', 'postalCode', 'city', 'region', 'countryCode']);
+// Maps, not object literals: a key such as "constructor" must not find Object.prototype's.
+const addressTexts = new Map<string, [max: number, required: boolean]>([
+  ['line1', [200, true]],
+  ['line2', [200, false]],
+  ['postalCode', [20, false]],
+  ['city', [100, true]],
+  ['region', [100, false]],
+]);
 
 function address(v: unknown): Checked<Obj> {
-  if (!isObject(v)) return NOT_SURE;
-  for (const k of Object.keys(v)) if (!addressKeys.has(k)) return NOT_SURE;
+  if (!isObject(v) || !('line1' in v) || !('city' in v) || !('countryCode' in v)) return NOT_SURE;
   const out: Obj = {};
-  const line1 = text(v.line1, 200);
-  const city = text(v.city, 100);
-  if (line1 === undefined || city === undefined) return NOT_SURE;
-  if (typeof v.countryCode !== 'string' || !/^[A-Z]{2}$/.test(v.countryCode)) return NOT_SURE;
-  out.line1 = line1;
-  const texts: [string, number][] = [
-    ['line2', 200],
-    ['postalCode', 20],
-  ];
-  for (const [key, max] of texts) if (!nullish(v, key, out, (x) => text(x, max) ?? NOT_SURE)) return NOT_SURE;
-  out.city = city;
-  if (!nullish(v, 'region', out, (x) => text(x, 100) ?? NOT_SURE)) return NOT_SURE;
-  out.countryCode = v.countryCode;
+  for (const k of Object.keys(v)) {
+    const x = v[k];
+    if (k === 'countryCode') {
+      if (typeof x !== 'string' || !/^[A-Z]{2}$/.test(x)) return NOT_SURE;
+      out[k] = x;
+      continue;
+    }
+    const rule = addressTexts.get(k);
+    if (!rule) return NOT_SURE;
+    if (x === null && !rule[1]) {
+      out[k] = null;
+      continue;
+    }
+    const t = text(x, rule[0]);
+    if (t === undefined) return NOT_SURE;
+    out[k] = t;
+  }
   return out;
 }
 
@@ -67,7 +68,9 @@ function coordinates(v: unknown): Checked<Obj> {
   const keys = Object.keys(v);
   if (keys.length !== 2 || !('latitude' in v) || !('longitude' in v)) return NOT_SURE;
   if (!numberIn(v.latitude, -90, 90) || !numberIn(v.longitude, -180, 180)) return NOT_SURE;
-  return { latitude: v.latitude, longitude: v.longitude };
+  return keys[0] === 'latitude'
+    ? { latitude: v.latitude, longitude: v.longitude }
+    : { longitude: v.longitude, latitude: v.latitude };
 }
 
 // The format zod itself checks instants against (z.iso.datetime({ offset: true })).
@@ -87,7 +90,7 @@ function timeWindows(v: unknown): Checked<Obj[]> {
     if (typeof start !== 'string' || typeof end !== 'string') return NOT_SURE;
     if (!instantPattern.test(start) || !instantPattern.test(end)) return NOT_SURE;
     if (!instantInRange(start) || !instantInRange(end) || !(Date.parse(end) > Date.parse(start))) return NOT_SURE;
-    out.push({ start, end });
+    out.push(Object.keys(w)[0] === 'start' ? { start, end } : { end, start });
   }
   return out;
 }
@@ -123,34 +126,46 @@ function metadata(v: unknown): Checked<Obj> {
   return out;
 }
 
-const targetKeys = new Set([
-  'externalId',
-  'name',
-  'address',
-  'coordinates',
-  'timeWindows',
-  'serviceDurationMinutes',
-  'priority',
-  'tags',
-  'metadata',
+const targetFields = new Map<string, (v: unknown) => Checked<unknown>>([
+  ['address', address],
+  ['coordinates', coordinates],
+  ['timeWindows', timeWindows],
+  ['serviceDurationMinutes', (x) => (intIn(x, 0, 1440) ? x : NOT_SURE)],
+  ['priority', (x) => (intIn(x, 1, 5) ? x : NOT_SURE)],
+  ['tags', tags],
+  ['metadata', metadata],
 ]);
 
+export type CheckedTarget = {
+  target: TargetFields;
+  /** The target is exactly as sent (nothing trimmed; keys in the order sent): JSON.stringify gives the same text for both. */
+  asSent: boolean;
+};
+
 /** targetItemSchema's output for a target it accepts, when this check is sure of it; else undefined. */
-export function checkTarget(v: unknown): TargetFields | undefined {
+export function checkTarget(v: unknown): CheckedTarget | undefined {
   if (!isObject(v)) return undefined;
-  for (const k of Object.keys(v)) if (!targetKeys.has(k)) return undefined;
-  const externalId = text(v.externalId, 100);
-  const name = text(v.name, 200);
-  if (externalId === undefined || name === undefined) return undefined;
-  const out: Obj = { externalId, name };
-  const sure =
-    nullish(v, 'address', out, address) &&
-    nullish(v, 'coordinates', out, coordinates) &&
-    nullish(v, 'timeWindows', out, timeWindows) &&
-    nullish(v, 'serviceDurationMinutes', out, (x) => (intIn(x, 0, 1440) ? x : NOT_SURE)) &&
-    nullish(v, 'priority', out, (x) => (intIn(x, 1, 5) ? x : NOT_SURE)) &&
-    nullish(v, 'tags', out, tags) &&
-    nullish(v, 'metadata', out, metadata);
-  if (!sure || (out.address == null && out.coordinates == null)) return undefined;
-  return out as TargetFields;
+  trimmed = false;
+  const out: Obj = {};
+  for (const k of Object.keys(v)) {
+    const x = v[k];
+    if (k === 'externalId' || k === 'name') {
+      const t = text(x, k === 'name' ? 200 : 100);
+      if (t === undefined) return undefined;
+      out[k] = t;
+      continue;
+    }
+    const check = targetFields.get(k);
+    if (!check) return undefined;
+    if (x === null) {
+      out[k] = null;
+      continue;
+    }
+    const checked = check(x);
+    if (checked === NOT_SURE) return undefined;
+    out[k] = checked;
+  }
+  if (out.externalId === undefined || out.name === undefined) return undefined;
+  if (out.address == null && out.coordinates == null) return undefined;
+  return { target: out as TargetFields, asSent: !trimmed };
 }
