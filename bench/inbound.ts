@@ -225,7 +225,7 @@ async function run() {
 
   // ---- A: the gateway under load ---------------------------------------------------------
   gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', profArgs);
-  const url = (await gateway.waitFor(/gateway: listening on (\S+)/))[1]!;
+  const url = (await gateway.waitFor(/gateway: listening on ([^\s"]+)/))[1]!;
   const idle = readMemory(gateway.pid);
   const peakReset = resetPeak(gateway.pid);
   const memA = sampleMemory(gateway.pid);

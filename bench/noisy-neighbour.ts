@@ -177,7 +177,7 @@ async function run() {
   const profDir = process.env.BENCH_CPU_PROF;
   const profArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
   gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', profArgs);
-  const base = (await gateway.waitFor(/gateway: listening on (\S+)/))[1]!;
+  const base = (await gateway.waitFor(/gateway: listening on ([^\s"]+)/))[1]!;
   const victimKey = victimTenant.clients.all!.apiKey;
   await measure(base, victimKey, 3); // warm-up: JIT, connections, topics
 

@@ -2,14 +2,14 @@
 import { loadConfigOrExit } from '../shared/config.js';
 import { createLogger } from '../shared/logger.js';
 import { onShutdownSignal } from '../shared/shutdown.js';
+import { announce } from '../shared/announce.js';
 import { startGateway } from './gateway.js';
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.logLevel, 'connect-gateway');
 try {
   const gateway = await startGateway(config, logger);
-  logger.info({ url: gateway.url }, 'gateway listening');
-  process.stdout.write(`gateway: listening on ${gateway.url}\n`);
+  announce('connect-gateway', `gateway: listening on ${gateway.url}`, { url: gateway.url });
   onShutdownSignal(logger, config.shutdownTimeoutMs, gateway.stop);
 } catch (err) {
   logger.fatal({ err }, 'gateway failed to start');

@@ -5,6 +5,7 @@ import { createLogger } from '../shared/logger.js';
 import { onShutdownSignal } from '../shared/shutdown.js';
 import { workerKinds } from './registry.js';
 import { startWorkers } from './start-workers.js';
+import { announce } from '../shared/announce.js';
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.logLevel, 'connect-workers');
@@ -24,9 +25,9 @@ try {
     names.map((n) => workerKinds[n]!),
     undefined,
     // Before Kafka is waited for: /livez answers while a worker waits for the broker.
-    { onListening: (url) => process.stdout.write(`workers: metrics on ${url}\n`) },
+    { onListening: (url) => announce('connect-workers', `workers: metrics on ${url}`, { url }) },
   );
-  process.stdout.write(`workers: running ${names.join(', ') || '(no kinds registered)'}\n`);
+  announce('connect-workers', `workers: running ${names.join(', ') || '(no kinds registered)'}`);
   onShutdownSignal(logger, config.shutdownTimeoutMs, workers.stop);
 } catch (err) {
   logger.fatal({ err }, 'workers failed to start');

@@ -34,7 +34,7 @@ afterAll(async () => {
 
 /** The URL the runner printed (`workers: metrics on <url>`), once it has. */
 const metricsUrl = (worker: WorkerProcess) =>
-  eventually(() => /workers: metrics on (http:\/\/\S+)/.exec(worker.output())?.[1], 60_000, 'the metrics URL');
+  eventually(() => /workers: metrics on (http:\/\/[^\s"]+)/.exec(worker.output())?.[1], 60_000, 'the metrics URL');
 
 const scrape = async (url: string): Promise<Sample[]> => {
   const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) });

@@ -89,7 +89,7 @@ export function spawnGateway(config: Config, extra: Record<string, string> = {})
   const service = spawnService(
     'src/gateway/server.ts',
     processEnv(config, { HOST: '127.0.0.1', PORT: '0', ...extra }),
-    /gateway: listening on (http:\/\/\S+)/,
+    /gateway: listening on (http:\/\/[^\s"]+)/,
     'gateway',
   );
   return {

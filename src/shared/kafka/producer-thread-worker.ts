@@ -8,18 +8,13 @@ import { yieldCpuToEventLoop } from '../thread-priority.js';
 import type { SendReply, SendRequest, SerialisedError, ThreadLog } from './producer-thread.js';
 import { createSerialProducer } from './serial-producer.js';
 import { kafkaClientOptions, type KafkaSecurity } from './client-security.js';
+import { ourLevel } from './kafkajs-logging.js';
 
 yieldCpuToEventLoop();
 
 const { brokers, clientId, security } = workerData as { brokers: string[]; clientId: string; security: KafkaSecurity };
 const port = parentPort!;
 
-const levels: Record<number, ThreadLog['level']> = {
-  [logLevel.ERROR]: 'error',
-  [logLevel.WARN]: 'warn',
-  [logLevel.INFO]: 'debug',
-  [logLevel.DEBUG]: 'trace',
-};
 const kafka = new Kafka({
   clientId,
   brokers,
@@ -29,7 +24,9 @@ const kafka = new Kafka({
     () =>
     ({ level, log }) => {
       const { message, ...extra } = log;
-      port.postMessage({ log: { level: levels[level] ?? 'trace', message, extra } } satisfies { log: ThreadLog });
+      port.postMessage({ log: { level: ourLevel(level, message, extra), message, extra } } satisfies {
+        log: ThreadLog;
+      });
     },
 });
 // One send at a time, as the bus's own (serial-producer.ts says why).
