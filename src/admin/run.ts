@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from '../shared/config.js';
-import { ensureDatabase, migrateUp } from '../shared/db/migrate.js';
+import { pendingMigrations } from '../shared/db/migrate.js';
 import { createPool } from '../shared/db/pool.js';
 import { AdminError, UsageError } from './args.js';
 import type { Command } from './command.js';
@@ -39,7 +39,8 @@ export function usage(): string {
     '',
     'Each command prints one JSON object on stdout and exits 0; errors go to stderr and exit 1',
     '(2 for a malformed command line). The database is DATABASE_URL',
-    '(default postgres://postgres@127.0.0.1:5432/connect); it is created and migrated when needed.',
+    '(default postgres://postgres@127.0.0.1:5432/connect), migrated beforehand (`npm run migrate`);',
+    'the admin CLI never creates or migrates one.',
     '',
   ].join('\n');
 }
@@ -133,11 +134,22 @@ export async function runAdmin(argv: string[], io: Io): Promise<number> {
   // An idle client that loses its connection emits 'error'; the command's own query reports it.
   pool.on('error', () => undefined);
   try {
+    // Never creates or migrates a database: a mistyped DATABASE_URL must not get a schema.
+    let pending: string[];
     try {
-      await ensureDatabase(databaseUrl);
-      await migrateUp(databaseUrl); // waits out a concurrent migration run
+      pending = await pendingMigrations(databaseUrl);
     } catch (err) {
-      throw new AdminError(`cannot prepare the database at ${withoutPassword(databaseUrl)}: ${describeError(err)}`);
+      const missing = (err as { code?: string }).code === '3D000';
+      throw new AdminError(
+        `cannot use the database at ${withoutPassword(databaseUrl)}: ${describeError(err)}` +
+          (missing ? ' (create and migrate it with `npm run migrate`, or check DATABASE_URL)' : ''),
+      );
+    }
+    if (pending.length > 0) {
+      throw new AdminError(
+        `the database at ${withoutPassword(databaseUrl)} lacks ${pending.length} migration(s) (${pending[0]}…): ` +
+          'run `npm run migrate` first, or check DATABASE_URL',
+      );
     }
     const result = await command.run({ pool, warn: (m) => io.stderr.write(`admin: ${m}\n`) }, input);
     io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

@@ -3,12 +3,12 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ensureDatabase } from '../../src/shared/db/migrate.js';
+import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
 import { integrationScopes } from '../../src/shared/scopes.js';
 import { scaled } from '../support/time-scale.js';
 
 // The admin CLI as operators run it: a child process against a throwaway database of this
-// file's own, which the CLI itself creates the schema in (ensureDatabase + migrateUp).
+// file's own, migrated as `npm run migrate` would (the CLI itself never creates or migrates one).
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const keyPattern = /^cis_[0-9a-f]{8}_[A-Za-z0-9_-]{43}$/;
@@ -74,8 +74,8 @@ let demo2: any;
 
 beforeAll(async () => {
   await ensureDatabase(databaseUrl);
+  await migrateUp(databaseUrl);
   pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
-  // Sequential on purpose: the first run applies the migrations to the empty database.
   demo1 = await ok('demo');
   demo2 = await ok('demo', '--name', 'Second demo');
 }, scaled(120_000));
@@ -111,7 +111,56 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     }
   });
 
-  it('runs side by side: concurrent commands each migrate-or-wait and succeed', async () => {
+  it('never creates or migrates a database: a missing or unmigrated one is one clear line, exit 1', async () => {
+    const missing = `connect_test_missing_${randomBytes(4).toString('hex')}`;
+    const empty = `connect_test_empty_${randomBytes(4).toString('hex')}`;
+    await ensureDatabase(urlFor(empty));
+    try {
+      const runIn = (name: string) =>
+        new Promise<Run>((resolve, reject) => {
+          const child = spawn(
+            process.execPath,
+            ['--import', 'tsx', 'src/admin/cli.ts', 'tenant', 'create', '--name', 'x'],
+            {
+              cwd: repoRoot,
+              env: { ...process.env, DATABASE_URL: urlFor(name) },
+              stdio: ['ignore', 'pipe', 'pipe'],
+            },
+          );
+          let stdout = '';
+          let stderr = '';
+          child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+          child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+          child.on('error', reject);
+          child.on('close', (code) => resolve({ code, stdout, stderr }));
+        });
+      const [toMissing, toEmpty] = await Promise.all([runIn(missing), runIn(empty)]);
+      expect(toMissing).toMatchObject({ code: 1, stdout: '' });
+      expect(toMissing.stderr).toMatch(/^admin: cannot use the database .* does not exist .*npm run migrate/);
+      expect(toEmpty).toMatchObject({ code: 1, stdout: '' });
+      expect(toEmpty.stderr).toMatch(/^admin: the database .* lacks \d+ migration\(s\) .*npm run migrate/);
+      const { rows } = await pool.query(
+        `SELECT (SELECT count(*)::int FROM pg_database WHERE datname = $1) AS created,
+                (SELECT count(*)::int FROM pg_tables WHERE schemaname = 'public') AS tables_here`,
+        [missing],
+      );
+      expect(rows[0].created, 'the missing database was not created').toBe(0);
+      const emptyDb = new pg.Client({ connectionString: urlFor(empty) });
+      await emptyDb.connect();
+      const tables = (await emptyDb.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`))
+        .rows[0].n;
+      await emptyDb.end();
+      expect(tables, 'no table was made in the empty database').toBe(0);
+    } finally {
+      const admin = new pg.Client({ connectionString: urlFor('postgres') });
+      await admin.connect();
+      await admin
+        .query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(empty)} WITH (FORCE)`)
+        .finally(() => admin.end());
+    }
+  });
+
+  it('runs side by side: concurrent commands succeed', async () => {
     const runs = await Promise.all(
       Array.from({ length: 6 }, (_, i) => ok('tenant', 'create', '--name', `parallel ${i}`)),
     );

@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runner } from 'node-pg-migrate';
@@ -27,6 +28,31 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 // node-pg-migrate's own lock fails a second concurrent run ("Another migration is already
 // running"); a blocking advisory lock of ours makes concurrent starters wait their turn instead.
 const migrationLockId = 4_207_117_301;
+
+/**
+ * The migrations not applied yet to the database (all of them on a database without our ledger).
+ * Reads only: it neither creates the ledger nor takes a lock.
+ */
+export async function pendingMigrations(databaseUrl: string): Promise<string[]> {
+  const known = readdirSync(migrationsDir)
+    .filter((f) => /\.(sql|js|cjs|mjs|ts)$/.test(f))
+    .map((f) => f.replace(/\.[^.]+$/, ''))
+    .sort();
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ ledger: boolean }>(
+      `SELECT to_regclass('public.pgmigrations') IS NOT NULL AS ledger`,
+    );
+    if (!rows[0]!.ledger) return known;
+    const applied = new Set(
+      (await client.query<{ name: string }>('SELECT name FROM pgmigrations')).rows.map((r) => r.name),
+    );
+    return known.filter((name) => !applied.has(name));
+  } finally {
+    await client.end();
+  }
+}
 
 /** Applies pending migrations, each run in one transaction; concurrent callers queue up. */
 export async function migrateUp(databaseUrl: string, log: (msg: string) => void = () => undefined): Promise<string[]> {
