@@ -21,6 +21,8 @@ RUN npm run build
 # ---- runtime: production dependencies, compiled code, migrations ----
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
+# Stack traces name the TypeScript sources (dist/ carries the source maps tsc writes).
+ENV NODE_OPTIONS=--enable-source-maps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
