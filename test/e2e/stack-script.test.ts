@@ -132,7 +132,23 @@ describe('scripts/stack', () => {
       );
     });
     for (const name of ['gateway', 'workers']) {
-      expect(await readLog(name), name).toMatch(/supervisor: .*killed by SIGKILL.*restart/);
+      const log = await readLog(name);
+      expect(log, name).toMatch(/supervisor: .*killed by SIGKILL.*restart/);
+      // Log files hold JSON only (the supervisor's lines included), and no ERROR through a crash.
+      const lines = log.split('\n').filter(Boolean);
+      const notJson = lines.filter((line) => {
+        try {
+          JSON.parse(line);
+          return false;
+        } catch {
+          return true;
+        }
+      });
+      expect(notJson, `${name}.log lines that are not JSON`).toEqual([]);
+      expect(
+        lines.filter((line) => (JSON.parse(line) as { level?: number }).level! >= 50),
+        `${name}.log ERROR lines`,
+      ).toEqual([]);
     }
     const afterRestart = await stack('status');
     expect(afterRestart.stdout).toMatch(/gateway running \(pid \d+.*restarts 1/);
