@@ -3,8 +3,11 @@
 #   node dist/gateway/server.js       HTTP gateway (default CMD, port 8080)
 #   node dist/workers/runner.js       Kafka consumer groups named in WORKERS (empty: all kinds)
 #   node dist/shared/db/migrate-cli.js  create the database if missing, apply ./migrations, exit
-# Node 20.19+ is required (package.json "engines"); the 20 line is past that.
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 22 LTS, pinned to the exact release `npm test` runs the suite on (scripts/test reads
+# NODE_VERSION from here). Pinned by version, not digest: digests are resolved where images are
+# pulled (a registry or engine), which our build machines do not reach.
+ARG NODE_VERSION=22.23.3
+ARG NODE_IMAGE=node:${NODE_VERSION}-bookworm-slim
 
 # ---- build: all dependencies, compile TypeScript into dist/ ----
 FROM ${NODE_IMAGE} AS build

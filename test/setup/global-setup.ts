@@ -1,13 +1,12 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
 
-// Where the real Kafka and PostgreSQL come from, in this order:
-// 1. KAFKA_BROKERS and DATABASE_URL from the environment;
-// 2. containers (testcontainers) when a Docker engine answers;
-// 3. the project's own broker (scripts/kafka: from Maven jars) and the local PostgreSQL server.
+// Where the real Kafka and PostgreSQL come from: KAFKA_BROKERS and DATABASE_URL from the
+// environment, else the project's own broker (scripts/kafka: the one Kafka version the project
+// runs everywhere, from Maven jars) and the local PostgreSQL server.
 // A migrated template database is made once; each test file clones its own from it.
 
 declare module 'vitest' {
@@ -30,24 +29,6 @@ const alive = (pid: number) => {
   }
 };
 
-const dockerAnswers = () => spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
-
-async function fromContainers() {
-  const { KafkaContainer } = await import('@testcontainers/kafka');
-  const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
-  const [kafka, postgres] = await Promise.all([
-    new KafkaContainer('confluentinc/cp-kafka:8.0.0').withKraft().start(),
-    new PostgreSqlContainer('postgres:16').start(),
-  ]);
-  return {
-    brokers: `${kafka.getHost()}:${kafka.getMappedPort(9093)}`,
-    databaseUrl: postgres.getConnectionUri(),
-    stop: async () => {
-      await Promise.all([kafka.stop(), postgres.stop()]);
-    },
-  };
-}
-
 function fromLocalStack() {
   execFileSync('scripts/kafka', ['up'], { stdio: 'inherit' });
   return {
@@ -62,9 +43,7 @@ export default async function setup(project: TestProject) {
   const source =
     env.KAFKA_BROKERS && env.DATABASE_URL
       ? { brokers: env.KAFKA_BROKERS, databaseUrl: env.DATABASE_URL, stop: async () => undefined }
-      : dockerAnswers()
-        ? await fromContainers()
-        : fromLocalStack();
+      : fromLocalStack();
 
   const template = new URL(source.databaseUrl);
   template.pathname = `/${templateName}`;
