@@ -13,7 +13,7 @@ ARG NODE_IMAGE=node:${NODE_VERSION}-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: the only packages with install scripts (esbuild, ssh2, cpu-features,
+# --ignore-scripts: the only packages with install scripts (esbuild,
 # protobufjs) are dev/test tools that package.json's "allowScripts" denies anyway, and tsc
 # needs none of them. (npm 10 in this image does not read "allowScripts" itself.)
 RUN --mount=type=cache,target=/root/.npm \
