@@ -35,11 +35,13 @@ const databaseUrl = urlFor(dbName);
 
 type Run = { code: number | null; stdout: string; stderr: string };
 
-function cli(...args: string[]): Promise<Run> {
+const cli = (...args: string[]): Promise<Run> => cliOn(databaseUrl, ...args);
+
+function cliOn(url: string, ...args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args], {
       cwd: repoRoot,
-      env: { ...process.env, DATABASE_URL: databaseUrl },
+      env: { ...process.env, DATABASE_URL: url },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -116,24 +118,7 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     const empty = `connect_test_empty_${randomBytes(4).toString('hex')}`;
     await ensureDatabase(urlFor(empty));
     try {
-      const runIn = (name: string) =>
-        new Promise<Run>((resolve, reject) => {
-          const child = spawn(
-            process.execPath,
-            ['--import', 'tsx', 'src/admin/cli.ts', 'tenant', 'create', '--name', 'x'],
-            {
-              cwd: repoRoot,
-              env: { ...process.env, DATABASE_URL: urlFor(name) },
-              stdio: ['ignore', 'pipe', 'pipe'],
-            },
-          );
-          let stdout = '';
-          let stderr = '';
-          child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-          child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-          child.on('error', reject);
-          child.on('close', (code) => resolve({ code, stdout, stderr }));
-        });
+      const runIn = (name: string) => cliOn(urlFor(name), 'tenant', 'create', '--name', 'x');
       const [toMissing, toEmpty] = await Promise.all([runIn(missing), runIn(empty)]);
       expect(toMissing).toMatchObject({ code: 1, stdout: '' });
       expect(toMissing.stderr).toMatch(/^admin: cannot use the database .* does not exist .*npm run migrate/);

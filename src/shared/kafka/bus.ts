@@ -1,13 +1,13 @@
 // The one place that knows kafkajs. Everything else talks to MessageBus / ConsumerGroup,
 // so the client library (unmaintained since 2023) can be swapped without touching callers.
-import { Kafka, Partitioners, logLevel, type Admin, type Consumer } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Consumer } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { withTimeout } from '../timeout.js';
 import { isBrokerUnreachable, trackBrokerAvailability } from './availability.js';
 import { createConsumerGroup, type ConsumerGroup, type ConsumerGroupOptions } from './consumer-group.js';
 import { kafkajsLogCreator } from './kafkajs-logging.js';
 import { createThreadedProducer } from './producer-thread.js';
-import { createSerialProducer } from './serial-producer.js';
+import { createSerialProducer, durableProducer } from './serial-producer.js';
 import {
   accessDeniedReason,
   KafkaAccessDeniedError,
@@ -183,18 +183,9 @@ export function createKafkaBus({
     logLevel: logLevel.NOTHING,
   });
 
-  // Durable producer: idempotent (needs acks=-1) with one request in flight, which kafkajs
-  // needs to keep ordering and avoid the lost/reordered sends reported with more; used one send
-  // at a time (serial-producer.ts says why).
+  // Durable, used one send at a time (serial-producer.ts says why).
   const producer = createSerialProducer(
-    () =>
-      kafka.producer({
-        idempotent: true,
-        maxInFlightRequests: 1,
-        createPartitioner: Partitioners.DefaultPartitioner,
-        // No retry option: kafkajs then retries an idempotent producer without limit, as EoS needs;
-        // produce() bounds the wait instead (produceTimeoutMs), and the caller answers 503.
-      }),
+    () => durableProducer(kafka),
     (err) => log.warn({ err }, 'kafka producer replaced after a send it gave up on'),
   );
   const admin: Admin = kafka.admin();

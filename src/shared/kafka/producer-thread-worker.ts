@@ -3,10 +3,10 @@
 // large sends happen here instead of on the gateway's event loop. Log lines and errors go back
 // to the owning thread as data.
 import { parentPort, workerData } from 'node:worker_threads';
-import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import { yieldCpuToEventLoop } from '../thread-priority.js';
 import type { SendReply, SendRequest, SerialisedError, ThreadLog } from './producer-thread.js';
-import { createSerialProducer } from './serial-producer.js';
+import { createSerialProducer, durableProducer } from './serial-producer.js';
 import { kafkaClientOptions, type KafkaSecurity } from './client-security.js';
 import { ourLevel } from './kafkajs-logging.js';
 
@@ -31,12 +31,7 @@ const kafka = new Kafka({
 });
 // One send at a time, as the bus's own (serial-producer.ts says why).
 const producer = createSerialProducer(
-  () =>
-    kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    }),
+  () => durableProducer(kafka),
   (err) =>
     port.postMessage({
       log: {

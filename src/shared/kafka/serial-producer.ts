@@ -12,7 +12,16 @@
 // the producer is replaced: a new producer id starts its sequences afresh.
 //
 // A send still queued when its deadline passes is never made: its caller has been answered.
-import type { Producer, ProducerRecord } from 'kafkajs';
+import { Partitioners, type Kafka, type Producer, type ProducerRecord } from 'kafkajs';
+
+/**
+ * The service's durable kafkajs producer: idempotent (needs acks=-1) with one request in flight,
+ * which kafkajs needs to keep ordering and avoid the lost/reordered sends reported with more. No
+ * retry option: kafkajs then retries an idempotent producer without limit, as EoS needs; callers
+ * bound their wait instead (the produce timeout) and answer 503.
+ */
+export const durableProducer = (kafka: Kafka): Producer =>
+  kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
 
 export class SendExpiredError extends Error {
   constructor(what: string) {
