@@ -10,6 +10,7 @@ import { healthRoutes } from './health/routes.js';
 import { accessLog } from './http/access-log.js';
 import { errorHandler } from './http/error-handler.js';
 import { requestContext } from './http/request-context.js';
+import { traceRequests } from './http/trace-requests.js';
 import type { GatewayState } from './http/state.js';
 import { importJobRoutes } from './import-jobs/routes.js';
 import type { BatchPreparer } from './inbound/batch-pool.js';
@@ -88,6 +89,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });
   app.use(requestContext());
+  app.use(traceRequests()); // outside the access log, so its line carries the trace id
   app.use(accessLog(deps.logger, deps.metrics));
   app.use(errorHandler(deps.logger));
   app.use(router.routes());

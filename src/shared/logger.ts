@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { logContext } from './tracing/context.js';
 
 export type { Logger };
 
@@ -25,6 +26,8 @@ export function createLogger(level: string, name: string, destination?: pino.Des
       base: { pid: process.pid, service: name },
       redact: { paths: redactPaths, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // The trace, span and correlation ids of the request or message being worked on.
+      mixin: logContext,
     },
     destination,
   );

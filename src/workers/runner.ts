@@ -6,8 +6,10 @@ import { onShutdownSignal } from '../shared/shutdown.js';
 import { workerKinds } from './registry.js';
 import { startWorkers } from './start-workers.js';
 import { announce } from '../shared/announce.js';
+import { startTracing } from '../shared/tracing/tracing.js';
 
 const config = loadConfigOrExit();
+const tracing = startTracing('connect-workers');
 const logger = createLogger(config.logLevel, 'connect-workers');
 const names = config.workers.length > 0 ? config.workers : Object.keys(workerKinds);
 const unknown = names.filter((n) => !(n in workerKinds));
@@ -28,7 +30,10 @@ try {
     { onListening: (url) => announce('connect-workers', `workers: metrics on ${url}`, { url }) },
   );
   announce('connect-workers', `workers: running ${names.join(', ') || '(no kinds registered)'}`);
-  onShutdownSignal(logger, config.shutdownTimeoutMs, workers.stop);
+  onShutdownSignal(logger, config.shutdownTimeoutMs, async () => {
+    await workers.stop();
+    await tracing.shutdown(); // buffered spans leave before the process does
+  });
 } catch (err) {
   logger.fatal({ err }, 'workers failed to start');
   process.stderr.write(`workers: failed to start: ${(err as Error).message}\n`);

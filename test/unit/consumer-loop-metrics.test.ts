@@ -46,7 +46,7 @@ async function run(apply: (m: InboundMessage, attempt: number) => void, options:
     topics: () => [{ topic: 'work', partitions: 1 }],
     async handleBatch(messages, _deps, ctx) {
       if (options.attributing === false) for (const m of messages) await one(m);
-      else await applyEach(messages, ctx, one);
+      else await applyEach(messages, ctx, one, _deps.logger);
     },
   };
   const deps = { config: {} as Config, logger: createLogger('silent', 'unit'), pool: {} as Pool, bus, metrics };

@@ -74,7 +74,7 @@ function harness(
     async handleBatch(messages, _deps, ctx) {
       batches.push(messages.map((m) => m.offset));
       if (options.attributing === false) for (const m of messages) await one(m);
-      else await applyEach(messages, ctx, one);
+      else await applyEach(messages, ctx, one, _deps.logger);
     },
     async onDeadLetter(m, error) {
       await options.onDeadLetter?.(m, error);

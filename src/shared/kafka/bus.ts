@@ -8,6 +8,7 @@ import { createConsumerGroup, type ConsumerGroup, type ConsumerGroupOptions } fr
 import { kafkajsLogCreator } from './kafkajs-logging.js';
 import { createThreadedProducer } from './producer-thread.js';
 import { createSerialProducer, durableProducer } from './serial-producer.js';
+import { injectInto } from '../tracing/context.js';
 import {
   accessDeniedReason,
   KafkaAccessDeniedError,
@@ -289,13 +290,18 @@ export function createKafkaBus({
         const deadline = Date.now() + produceTimeoutMs; // a group still queued then is never sent
         const send = topicsReady.then(async () => {
           for (const group of groupsOfBytes(messages, maxSendBytes)) {
-            if (threaded) await bulkProducer.send(topic, group, deadline);
+            if (threaded)
+              await bulkProducer.send(
+                topic,
+                group.map((m) => ({ ...m, headers: injectInto(m.headers) })),
+                deadline,
+              );
             else
               await producer.send(
                 {
                   topic,
                   acks: -1,
-                  messages: group.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+                  messages: group.map((m) => ({ key: m.key, value: m.value, headers: injectInto(m.headers) })),
                 },
                 deadline,
               );

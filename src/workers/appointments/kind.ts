@@ -14,22 +14,27 @@ export const appointmentsWorker: WorkerKind = {
   topics: (config) => [topicSpec(config, 'appointments')],
   async handleBatch(messages, deps, ctx) {
     const log = deps.logger.child({ worker: 'appointments' });
-    await applyEach(messages, ctx, async (message) => {
-      const submitted = decodeMessage(message, submittedMessageSchema);
-      const id = submitted.payload.appointmentRequestId;
-      const outcome = await validateSubmitted(deps.pool, submitted, (load) =>
-        awaitEdgeRecord(
-          load,
-          submitted.producedAt,
-          deps.config.orphanGraceMs,
-          ctx.heartbeat,
-          log,
-          `appointment ${id}`,
-          () => edgeWriterDone(deps.pool, id),
-        ),
-      );
-      log.debug({ appointmentRequestId: id, outcome }, 'appointment request handled');
-    });
+    await applyEach(
+      messages,
+      ctx,
+      async (message) => {
+        const submitted = decodeMessage(message, submittedMessageSchema);
+        const id = submitted.payload.appointmentRequestId;
+        const outcome = await validateSubmitted(deps.pool, submitted, (load) =>
+          awaitEdgeRecord(
+            load,
+            submitted.producedAt,
+            deps.config.orphanGraceMs,
+            ctx.heartbeat,
+            log,
+            `appointment ${id}`,
+            () => edgeWriterDone(deps.pool, id),
+          ),
+        );
+        log.debug({ appointmentRequestId: id, outcome }, 'appointment request handled');
+      },
+      log,
+    );
   },
   async onDeadLetter(message, error, deps) {
     let submitted;

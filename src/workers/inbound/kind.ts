@@ -14,25 +14,30 @@ export const inboundWorker: WorkerKind = {
   topics: (config) => [topicSpec(config, 'inboundTargets')],
   async handleBatch(messages, deps, ctx) {
     const log = deps.logger.child({ worker: 'inbound' });
-    await applyEach(messages, ctx, async (message) => {
-      const chunk = decodeMessage(message, chunkMessageSchema);
-      const outcome = await applyChunk(deps.pool, chunk, (load) =>
-        awaitEdgeRecord(
-          load,
-          chunk.producedAt,
-          deps.config.orphanGraceMs,
-          ctx.heartbeat,
-          log,
-          `import job ${chunk.payload.importJobId}`,
-          () => edgeWriterDone(deps.pool, chunk.payload.importJobId),
-        ),
-      );
-      if (outcome !== 'applied')
-        log.debug(
-          { importJobId: chunk.payload.importJobId, chunk: chunk.payload.chunkIndex, outcome },
-          'chunk skipped',
+    await applyEach(
+      messages,
+      ctx,
+      async (message) => {
+        const chunk = decodeMessage(message, chunkMessageSchema);
+        const outcome = await applyChunk(deps.pool, chunk, (load) =>
+          awaitEdgeRecord(
+            load,
+            chunk.producedAt,
+            deps.config.orphanGraceMs,
+            ctx.heartbeat,
+            log,
+            `import job ${chunk.payload.importJobId}`,
+            () => edgeWriterDone(deps.pool, chunk.payload.importJobId),
+          ),
         );
-    });
+        if (outcome !== 'applied')
+          log.debug(
+            { importJobId: chunk.payload.importJobId, chunk: chunk.payload.chunkIndex, outcome },
+            'chunk skipped',
+          );
+      },
+      log,
+    );
   },
   async onDeadLetter(message, error, deps) {
     let chunk;

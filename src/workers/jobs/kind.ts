@@ -20,42 +20,47 @@ export const jobsWorker: WorkerKind = {
   topics: (config) => [topicSpec(config, 'jobs')],
   async handleBatch(messages, deps, ctx) {
     const log = deps.logger.child({ worker: 'jobs' });
-    await applyEach(messages, ctx, async (message) => {
-      const { tenantId, clientId, producedAt, payload } = decodeMessage(message, jobMessageSchema);
-      const { fieldJobId, jobNumber, request: r } = payload;
-      await inTransaction(deps.pool, async (tx) => {
-        const edge = await awaitEdgeRecord(
-          async () => (await tx.query(lockJobRequest, [fieldJobId, tenantId])).rows[0] ?? null,
-          producedAt,
-          deps.config.orphanGraceMs,
-          ctx.heartbeat,
-          log,
-          `field job ${fieldJobId}`,
-          () => edgeWriterDone(deps.pool, fieldJobId),
-        );
-        if (!edge || edge.materialized_at) return;
-        await tx.query(insertFieldJob, [
-          fieldJobId,
-          tenantId,
-          r.externalId,
-          jobNumber,
-          r.title,
-          r.description ?? null,
-          r.jobType,
-          r.priority ?? 'Normal',
-          JSON.stringify(r.customer),
-          JSON.stringify(r.site),
-          r.requestedTimeWindow?.start ?? null,
-          r.requestedTimeWindow?.end ?? null,
-          r.expectedDurationMinutes ?? null,
-          r.importTargetRef ? JSON.stringify(r.importTargetRef) : null,
-          JSON.stringify(r.metadata ?? {}),
-        ]);
-        await tx.query(upsertWorkOrder, [tenantId, r.externalId, r.title, fieldJobId]);
-        await tx.query(markMaterialized, [fieldJobId]);
-        await recordFieldJobCreated(tx, { tenantId, clientId, fieldJobId }); // webhook, same transaction
-      });
-    });
+    await applyEach(
+      messages,
+      ctx,
+      async (message) => {
+        const { tenantId, clientId, producedAt, payload } = decodeMessage(message, jobMessageSchema);
+        const { fieldJobId, jobNumber, request: r } = payload;
+        await inTransaction(deps.pool, async (tx) => {
+          const edge = await awaitEdgeRecord(
+            async () => (await tx.query(lockJobRequest, [fieldJobId, tenantId])).rows[0] ?? null,
+            producedAt,
+            deps.config.orphanGraceMs,
+            ctx.heartbeat,
+            log,
+            `field job ${fieldJobId}`,
+            () => edgeWriterDone(deps.pool, fieldJobId),
+          );
+          if (!edge || edge.materialized_at) return;
+          await tx.query(insertFieldJob, [
+            fieldJobId,
+            tenantId,
+            r.externalId,
+            jobNumber,
+            r.title,
+            r.description ?? null,
+            r.jobType,
+            r.priority ?? 'Normal',
+            JSON.stringify(r.customer),
+            JSON.stringify(r.site),
+            r.requestedTimeWindow?.start ?? null,
+            r.requestedTimeWindow?.end ?? null,
+            r.expectedDurationMinutes ?? null,
+            r.importTargetRef ? JSON.stringify(r.importTargetRef) : null,
+            JSON.stringify(r.metadata ?? {}),
+          ]);
+          await tx.query(upsertWorkOrder, [tenantId, r.externalId, r.title, fieldJobId]);
+          await tx.query(markMaterialized, [fieldJobId]);
+          await recordFieldJobCreated(tx, { tenantId, clientId, fieldJobId }); // webhook, same transaction
+        });
+      },
+      log,
+    );
   },
   async onDeadLetter(message, error, deps) {
     let fieldJobId: string;

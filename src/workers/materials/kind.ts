@@ -14,22 +14,27 @@ export const materialsWorker: WorkerKind = {
   topics: (config) => [topicSpec(config, 'workOrderMaterials')],
   async handleBatch(messages, deps, ctx) {
     const log = deps.logger.child({ worker: 'materials' });
-    await applyEach(messages, ctx, async (message) => {
-      const usage = decodeMessage(message, usageMessageSchema);
-      const outcome = await applyUsage(deps.pool, usage, (load) =>
-        awaitEdgeRecord(
-          load,
-          usage.producedAt,
-          deps.config.orphanGraceMs,
-          ctx.heartbeat,
-          log,
-          `material usage ${usage.payload.materialUsageId}`,
-          () => edgeWriterDone(deps.pool, usage.payload.materialUsageId),
-        ),
-      );
-      if (outcome !== 'applied')
-        log.debug({ materialUsageId: usage.payload.materialUsageId, outcome }, 'material usage skipped');
-    });
+    await applyEach(
+      messages,
+      ctx,
+      async (message) => {
+        const usage = decodeMessage(message, usageMessageSchema);
+        const outcome = await applyUsage(deps.pool, usage, (load) =>
+          awaitEdgeRecord(
+            load,
+            usage.producedAt,
+            deps.config.orphanGraceMs,
+            ctx.heartbeat,
+            log,
+            `material usage ${usage.payload.materialUsageId}`,
+            () => edgeWriterDone(deps.pool, usage.payload.materialUsageId),
+          ),
+        );
+        if (outcome !== 'applied')
+          log.debug({ materialUsageId: usage.payload.materialUsageId, outcome }, 'material usage skipped');
+      },
+      log,
+    );
   },
   async onDeadLetter(message, error, deps) {
     let usage;
