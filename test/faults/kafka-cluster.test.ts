@@ -113,11 +113,11 @@ async function startTokenEndpoint(clientId: string, clientSecret: string) {
 }
 
 /**
- * Material usages (one item at one location, some event ids sent twice) from 10 clients through
- * one gateway while the fault runs. finish() waits for the load and for the workers, then judges:
- * an event answered 200 is booked exactly once; one answered only 503 left nothing behind.
+ * Material usages (one item at one location, some event ids sent twice) through one gateway, in
+ * bursts (send). finish() waits for them and for the workers, then judges: an event answered 200
+ * is booked exactly once; one answered only 503 left nothing behind; the balance is exact.
  */
-async function startMaterialsLoad(
+async function materialsLoad(
   gatewayUrl: string,
   demo: {
     tenantId: string;
@@ -139,28 +139,39 @@ async function startMaterialsLoad(
   const item = items.find((i) => i.sku === 'VALVE-BALL-12')!;
   const location = locations.find((l) => l.externalCode === 'WH-MAIN')!;
   const start = (await balanceOf(pool, item.inventoryItemId, location.inventoryLocationId))!;
-  const prefix = 'cluster-usage';
-  const running = runUsageLoad({
-    api,
-    pool,
-    tenantId: demo.tenantId,
-    workOrders: demo.workOrders,
-    item,
-    locationCode: 'WH-MAIN',
-    prefix,
-    total: 300,
-    distinct: 250,
-    clients: 10,
-  });
+  const runs: { prefix: string; load: ReturnType<typeof runUsageLoad> }[] = [];
   return {
+    /** A burst of 300 usages (250 distinct event ids) from 10 clients, under its own id prefix. */
+    send(prefix: string) {
+      runs.push({
+        prefix,
+        load: runUsageLoad({
+          api,
+          pool,
+          tenantId: demo.tenantId,
+          workOrders: demo.workOrders,
+          item,
+          locationCode: 'WH-MAIN',
+          prefix,
+          total: 300,
+          distinct: 250,
+          clients: 10,
+        }),
+      });
+    },
     async finish() {
-      const load = await running;
       const answered = new Map<string, Set<number>>();
-      for (const r of load.responses) answered.set(r.eventId, (answered.get(r.eventId) ?? new Set()).add(r.status));
+      const statuses: { eventId: string; status: number }[] = [];
+      for (const run of runs) {
+        for (const r of (await run.load).responses) {
+          answered.set(r.eventId, (answered.get(r.eventId) ?? new Set()).add(r.status));
+          statuses.push(r);
+        }
+      }
       const acknowledged = [...answered].filter(([, st]) => st.has(200)).map(([id]) => id);
       const ledger = await eventually(
         async () => {
-          const rows = await usageLedger(pool, demo.tenantId, prefix);
+          const rows = (await Promise.all(runs.map((r) => usageLedger(pool, demo.tenantId, r.prefix)))).flat();
           const applied = rows.filter((r) => r.status === 'Applied').length;
           return applied >= acknowledged.length ? rows : undefined;
         },
@@ -168,14 +179,14 @@ async function startMaterialsLoad(
         'acknowledged usages applied',
       );
       const byId = new Map(ledger.map((r) => [r.external_event_id, r]));
-      const quantity = (id: string) => ((Number(id.slice(prefix.length + 1)) % 9) + 1) / 8;
+      const quantity = (id: string) => ((Number(id.slice(id.lastIndexOf('-') + 1)) % 9) + 1) / 8;
       const refused = [...answered].filter(([, st]) => !st.has(200)).length;
       console.log(
-        `faults[cluster-leader-kill]: material usages ${answered.size} events from 10 clients: ${acknowledged.length} acknowledged, ${refused} answered only 503`,
+        `faults[cluster-leader-kill]: material usages ${answered.size} events in ${runs.length} bursts of 10 clients: ${acknowledged.length} acknowledged, ${refused} answered only 503`,
       );
       return {
         acknowledged: acknowledged.length,
-        otherStatuses: load.responses
+        otherStatuses: statuses
           .filter((r) => r.status !== 200 && r.status !== 503)
           .map((r) => `${r.eventId} ${r.status}`),
         notBookedOnce: acknowledged.filter((id) => byId.get(id)?.status !== 'Applied' || byId.get(id)?.movements !== 1),
@@ -218,7 +229,10 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       const { load } = s;
       load.start();
       const warm = await load.waitForAcks(30, 0, 120_000);
-      const materials = await startMaterialsLoad(s.fleet.url()!, s.demo);
+      const materials = await materialsLoad(s.fleet.url()!, s.demo);
+      // One burst as the broker dies (it may be refused whole while the gateway holds Kafka for
+      // down), one once it is back (acknowledged): each usage booked once or not at all.
+      materials.send('cluster-usage-during');
 
       const inbound = `${s.config.kafkaTopicPrefix}inbound.targets`;
       const topicReplication = await replication(inbound);
@@ -234,6 +248,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       await cluster.start(leader);
       load.faultEnd();
       const recovered = await load.waitForAcks(20, fault.end!, 180_000);
+      materials.send('cluster-usage-after');
       const usages = await materials.finish();
       const report = await finishScenario(s);
 
