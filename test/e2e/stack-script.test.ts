@@ -19,7 +19,9 @@ let stateDir: string;
 let otherStateDir: string;
 let env: NodeJS.ProcessEnv;
 let squatter: Server | undefined;
-const port = 30000 + Math.floor(Math.random() * 20000);
+// Below the kernel's ephemeral range (32768+), where an outgoing connection may hold a port the
+// stack wants to listen on (a restarted worker once met EADDRINUSE on its metrics port there).
+const port = 20000 + Math.floor(Math.random() * 12000);
 let takenPort = 0;
 
 type Env = NodeJS.ProcessEnv;
@@ -144,7 +146,12 @@ describe('scripts/stack', () => {
           return true;
         }
       });
-      expect(notJson, `${name}.log lines that are not JSON`).toEqual([]);
+      // The one plain line a process writes: its reason for failing to start, on stderr (the line
+      // `npm start` reports).
+      expect(
+        notJson.filter((line) => !/^(gateway|workers): failed to start: /.test(line)),
+        `${name}.log lines that are not JSON`,
+      ).toEqual([]);
       expect(
         lines.filter((line) => (JSON.parse(line) as { level?: number }).level! >= 50),
         `${name}.log ERROR lines`,

@@ -21,7 +21,8 @@ async function alive(pid: number): Promise<boolean> {
  * `extraConfig`: server.properties lines that override the script's (KAFKA_EXTRA_CONFIG).
  */
 export async function startThrowawayKafka(extraConfig = '') {
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  // Below the kernel's ephemeral range (32768+), where an outgoing connection may hold the port.
+  const port = 20000 + Math.floor(Math.random() * 12000);
   const stateDir = await mkdtemp(join(tmpdir(), 'connect-kafka-'));
   const env = {
     ...process.env,

@@ -57,7 +57,8 @@ export async function startThrowawayPostgres(
       : run(cmd, args, { timeout: 120_000 });
 
   await as(program('initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync']);
-  const port = 40000 + Math.floor(Math.random() * 20000);
+  // Below the kernel's ephemeral range (32768+), where an outgoing connection may hold the port.
+  const port = 10000 + Math.floor(Math.random() * 10000);
   let options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
   if (tls) {
     // The server reads its key only when it belongs to it and nobody else may read it.
