@@ -61,6 +61,18 @@ async function busiestLeader(topic: string): Promise<number> {
   }
 }
 
+/** Whether every partition of topic has all three replicas in sync again. */
+async function allInSync(topic: string): Promise<boolean> {
+  const a = admin();
+  await a.connect();
+  try {
+    const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
+    return topics[0]!.partitions.every((p) => p.isr.length === 3);
+  } finally {
+    await a.disconnect();
+  }
+}
+
 /** Replicas per partition and min.insync.replicas of topic. */
 async function replication(topic: string) {
   const a = admin();
@@ -249,6 +261,8 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       load.faultEnd();
       const recovered = await load.waitForAcks(20, fault.end!, 180_000);
       materials.send('cluster-usage-after');
+      // The restarted broker catches up: back in every partition's in-sync replicas.
+      const caughtUp = await waitFor(() => allInSync(inbound), 180_000);
       const usages = await materials.finish();
       const report = await finishScenario(s);
 
@@ -262,6 +276,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       expect.soft(dlqReplication, `replication of ${inbound}.dlq`).toEqual({ replicas: [3], minInsyncReplicas: '2' });
       expect.soft(servedWithoutIt, `writes acknowledged with broker ${leader} SIGKILLed`).toBe(true);
       expect.soft(recovered, 'writes acknowledged after it came back').toBe(true);
+      expect.soft(caughtUp, `broker ${leader} back in the in-sync replicas of every partition`).toBe(true);
       expectNothingLost(report);
     },
     scaled(900_000),
