@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -40,6 +41,14 @@ const manifests: Manifest[] = kustomization.resources.flatMap((file) =>
   }),
 );
 const deployments = manifests.filter((m) => m.kind === 'Deployment');
+const containerOf = (m: Manifest) => m.spec.template.spec.containers[0];
+const preStopSeconds = (m: Manifest) => {
+  const command: string[] | undefined = containerOf(m).lifecycle?.preStop?.exec?.command;
+  return command?.[0] === 'sleep' ? Number(command[1]) : 0;
+};
+// kubectl renders a kustomization without a cluster; where it is installed (as on our CI machine)
+// the test also checks what `kubectl apply -k` would send.
+const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
 
 describe('deploy/k8s', () => {
   it('lists every manifest file in its kustomization', () => {
@@ -77,12 +86,42 @@ describe('deploy/k8s', () => {
       expect(c.readinessProbe?.httpGet?.path, `${d.metadata.name} readiness`).toBe(readiness);
       expect(c.resources?.requests?.cpu && c.resources?.requests?.memory && c.resources?.limits?.memory).toBeTruthy();
       expect(pod.securityContext.runAsNonRoot && c.securityContext.readOnlyRootFilesystem).toBe(true);
-      expect(pod.terminationGracePeriodSeconds * 1000, d.metadata.name).toBeGreaterThan(shutdownMs);
+      // SIGTERM comes after preStop; the process then has SHUTDOWN_TIMEOUT_MS before it exits itself.
+      expect(pod.terminationGracePeriodSeconds * 1000, d.metadata.name).toBeGreaterThan(
+        preStopSeconds(d) * 1000 + shutdownMs,
+      );
       const labels = d.spec.template.metadata.labels;
       const covered = budgets.some((b) =>
         Object.entries(b.spec.selector.matchLabels).every(([k, v]) => labels[k] === v),
       );
       expect(covered, `${d.metadata.name} has a PodDisruptionBudget`).toBe(true);
     }
+  });
+
+  it('leaves the replica count of an autoscaled Deployment to its HorizontalPodAutoscaler', () => {
+    for (const hpa of manifests.filter((m) => m.kind === 'HorizontalPodAutoscaler')) {
+      const target = deployments.find((d) => d.metadata.name === hpa.spec.scaleTargetRef.name);
+      expect(target, hpa.metadata.name).toBeDefined();
+      expect(target!.spec.replicas, target!.metadata.name).toBeUndefined();
+    }
+  });
+
+  it('gives the schema owner credentials to the migration Job only', () => {
+    const secretsOf = (m: Manifest) => JSON.stringify(m.spec.template.spec).match(/"name":"connect-[a-z-]+"/g) ?? [];
+    for (const d of deployments) expect(secretsOf(d), d.metadata.name).not.toContain('"name":"connect-migration"');
+    const job = manifests.find((m) => m.kind === 'Job')!;
+    expect(secretsOf(job)).toEqual(['"name":"connect-migration"']);
+  });
+
+  it.skipIf(!kubectl)('renders with kubectl kustomize into the same valid objects, image tag set', () => {
+    const out = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
+    expect(out.status, out.stderr).toBe(0);
+    const rendered = parseAllDocuments(out.stdout).map((d) => d.toJS() as Manifest);
+    const names = (ms: Manifest[]) => ms.map((m) => `${m.kind}/${m.metadata.name}`).sort();
+    expect(names(rendered)).toEqual(names(manifests));
+    for (const m of rendered) expect(() => validate(m), `${m.kind} ${m.metadata.name}`).not.toThrow();
+    const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    for (const m of rendered.filter((r) => r.spec?.template))
+      expect(containerOf(m).image, m.metadata.name).toBe(`connect-integration-service:${version}`);
   });
 });
