@@ -35,8 +35,9 @@ RUN --mount=type=cache,target=/root/.npm \
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
 # Files stay owned by root and read-only for the process; it writes only to /tmp
-# (the worker's heartbeat file /tmp/worker-alive).
-USER node
+# (the worker's heartbeat file /tmp/worker-alive). The image's `node` user by number, so that
+# Kubernetes can check runAsNonRoot without a runAsUser.
+USER 1000:1000
 EXPOSE 8080
 # Health checks live in docker-compose.yml (gateway: /readyz, worker: heartbeat file).
 CMD ["node", "dist/gateway/server.js"]

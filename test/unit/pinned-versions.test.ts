@@ -54,8 +54,10 @@ describe('the image and the compose file', () => {
       expect(service.restart, name).toBe(name === 'migrate' ? 'on-failure:5' : 'unless-stopped');
   });
 
-  it('turns on source maps in the runtime image', () => {
+  it('runs the runtime image as a non-root user given by number, with source maps on', () => {
     const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
     expect(runtime).toMatch(/^ENV NODE_OPTIONS=--enable-source-maps$/m);
+    // A number lets Kubernetes check runAsNonRoot; 1000 is the node image's `node` user.
+    expect(runtime).toMatch(/^USER 1000:1000$/m);
   });
 });
