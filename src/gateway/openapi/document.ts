@@ -7,11 +7,14 @@ import { webhookOperations, webhooksDescription } from '../../shared/webhooks/op
 import { scopeOf } from '../auth/route-scopes.js';
 import { acceptedRequestMediaTypes } from '../http/body.js';
 import { connectErrorSchema, standardErrorSchema } from '../http/error-shapes.js';
+import type { ErrorShape } from '../http/error-mapping.js';
 import { jwksPath, tokenPath } from '../oauth/routes.js';
 import { tokenScopeDescriptions } from '../oauth/scopes.js';
 import { windowSeconds } from '../rate-limit/rate-limiter.js';
 import { defaultJsonShapeLimits } from '../http/json-shape.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
+import { errorExample } from './examples/errors.js';
+import { operationExamples } from './examples/operations.js';
 
 export type DocumentLimits = {
   rateLimitPerMinute: number;
@@ -66,8 +69,27 @@ const rateLimitHeaders = {
 };
 const retryAfterHeader = { 'Retry-After': z.string().meta({ description: 'Seconds to wait before retrying.' }) };
 
-function content(schema: z.ZodType, mediaTypes: readonly string[]) {
-  return Object.fromEntries(mediaTypes.map((m) => [m, { schema }]));
+/** Media type objects; `example` is a value, or a reference to components.examples (error bodies, shared). */
+function content(schema: z.ZodType, mediaTypes: readonly string[], example: unknown) {
+  const shown = example === undefined ? {} : isExampleRef(example) ? { examples: { example } } : { example };
+  return Object.fromEntries(mediaTypes.map((m) => [m, { schema, ...shown }]));
+}
+
+type ExampleRef = { $ref: string };
+const isExampleRef = (v: unknown): v is ExampleRef => typeof v === 'object' && v !== null && '$ref' in v;
+const errorExampleName = (status: number, shape: ErrorShape) => `${shape}Error${status}`;
+
+/** components.examples: the error body of each status and shape some operation answers, shared by reference. */
+function errorExamples(paths: ZodOpenApiPathsObject): Record<string, { summary: string; value: unknown }> {
+  const used = new Set(JSON.stringify(paths).match(/(?<=#\/components\/examples\/)\w+/g));
+  const examples: Record<string, { summary: string; value: unknown }> = {};
+  for (const shape of ['standard', 'connect'] as const) {
+    for (const status of Object.keys(errorDescriptions).map(Number)) {
+      const name = errorExampleName(status, shape);
+      if (used.has(name)) examples[name] = { summary: `A ${status} answer`, value: errorExample(status, shape) };
+    }
+  }
+  return examples;
 }
 
 const accessToken401 =
@@ -87,12 +109,14 @@ function errorStatusesOf(route: RouteDefinition): number[] {
 function operation(route: RouteDefinition): ZodOpenApiOperationObject {
   const scope = scopeOf(route.method, route.path);
   const successHeaders = { ...idHeaders, ...(route.auth !== 'none' ? rateLimitHeaders : {}) };
+  const examples = operationExamples[route.operationId];
   const responses: Record<string, unknown> = {};
   for (const [status, doc] of Object.entries(route.responses)) {
+    const example = examples?.responses[Number(status)];
     responses[status] = {
       description: doc.description,
       headers: z.object({ ...successHeaders, ...doc.headers }),
-      ...(doc.schema ? { content: content(doc.schema, route.responseMediaTypes ?? jsonMediaTypes) } : {}),
+      ...(doc.schema ? { content: content(doc.schema, route.responseMediaTypes ?? jsonMediaTypes, example) } : {}),
     };
   }
   for (const status of errorStatusesOf(route)) {
@@ -104,7 +128,9 @@ function operation(route: RouteDefinition): ZodOpenApiOperationObject {
         (status === 401 && route.auth === 'accessToken' ? accessToken401 : errorDescriptions[status]) ??
         'Error',
       headers: z.object({ ...idHeaders, ...(status === 429 || status === 503 ? retryAfterHeader : {}) }),
-      content: content(connect ? connectErrorSchema : standardErrorSchema, jsonMediaTypes),
+      content: content(connect ? connectErrorSchema : standardErrorSchema, jsonMediaTypes, {
+        $ref: `#/components/examples/${errorExampleName(status, connect ? 'connect' : 'standard')}`,
+      }),
     };
   }
   return {
@@ -127,7 +153,7 @@ function operation(route: RouteDefinition): ZodOpenApiOperationObject {
       ? {
           requestBody: {
             required: true,
-            content: content(route.body, route.requestMediaTypes ?? acceptedRequestMediaTypes),
+            content: content(route.body, route.requestMediaTypes ?? acceptedRequestMediaTypes, examples?.request),
           },
         }
       : {}),
@@ -230,6 +256,7 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], limits:
           flows: { clientCredentials: { tokenUrl: tokenPath, scopes: { ...tokenScopeDescriptions } } },
         },
       },
+      examples: errorExamples(paths),
       schemas: {
         ApiErrorResponse: standardErrorSchema,
         ConnectApiErrorResponse: connectErrorSchema,

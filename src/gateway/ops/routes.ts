@@ -32,6 +32,9 @@ export const opsRoutes = (deps: OpsDeps): RouteDefinition[] => [
     path: '/livez',
     operationId: 'getLiveness',
     summary: 'Liveness: the process runs and serves HTTP',
+    description:
+      '200 whenever the event loop serves; no dependency is checked, so an outage of PostgreSQL or Kafka never ' +
+      'fails it. Use it as the liveness probe and /readyz as the readiness probe.',
     tag: 'Operations',
     auth: 'none',
     responses: { 200: { description: 'Alive', schema: livenessSchema } },
@@ -79,6 +82,9 @@ export const opsRoutes = (deps: OpsDeps): RouteDefinition[] => [
     path: '/openapi.json',
     operationId: 'getOpenApiDocument',
     summary: 'This OpenAPI 3.1 document',
+    description:
+      'The document describing every operation, body, status, error code and limit of this gateway, as configured ' +
+      '(limits reflect its settings). Generate clients from it.',
     tag: 'Operations',
     auth: 'none',
     responses: { 200: { description: 'OpenAPI document', schema: z.record(z.string(), z.unknown()) } },

@@ -7,6 +7,7 @@ import {
   webhookEventVersion,
   type WebhookEventType,
 } from './event-types.js';
+import { webhookExample } from './examples.js';
 
 // The OpenAPI 3.1 `webhooks` section: one POST per event type, as the receiver gets it.
 
@@ -45,7 +46,10 @@ export function webhookOperations(): ZodOpenApiPathsObject {
           tags: ['Webhooks'],
           security: [],
           requestParams: { header: signatureHeaders },
-          requestBody: { required: true, content: { 'application/json': { schema: webhookEnvelopeSchema(type) } } },
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: webhookEnvelopeSchema(type), example: webhookExample(type) } },
+          },
           responses: {
             '2XX': { description: 'Received: the delivery succeeded and is not sent again (unless replayed).' },
             default: {

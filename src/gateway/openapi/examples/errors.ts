@@ -1,0 +1,36 @@
+import { AppError, notFound, unavailable } from '../../../shared/errors.js';
+import { rateLimitedError } from '../../rate-limit/rate-limiter.js';
+import { renderError, type ErrorShape } from '../../http/error-mapping.js';
+
+// One example error per documented status, rendered by the same code that renders real errors
+// (http/error-mapping.ts), so the examples cannot drift from what clients receive.
+
+const exampleErrors: Record<number, AppError> = {
+  400: new AppError('validation_failed', 'The request body is invalid.', {
+    externalId: ['Too small: expected string to have >=1 characters'],
+    'address.countryCode': ['ISO 3166-1 alpha-2 code in capitals, e.g. DE'],
+  }),
+  401: new AppError('invalid_credential', 'The API key is not known.'),
+  403: new AppError('insufficient_scope', 'This operation needs the scope inbound.write.', null, {
+    requiredScope: 'inbound.write',
+  }),
+  404: notFound('Import job 1842'),
+  408: new AppError('request_timeout', 'The body did not arrive within 30000 ms.', null, { deadlineMs: 30_000 }),
+  409: new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request body.'),
+  413: new AppError('payload_too_large', 'The body exceeds the limit of 1048576 bytes.', null, {
+    limitBytes: 1_048_576,
+  }),
+  415: new AppError('unsupported_media_type', 'Only UTF-8 JSON bodies are supported.'),
+  422: new AppError('unprocessable', 'The request is well-formed but cannot be carried out.'),
+  429: rateLimitedError({ allowed: false, limit: 600, retryAfterSeconds: 12, headers: {} }),
+  500: new AppError('internal_error', 'An unexpected error occurred; it is logged with the request id.'),
+  503: unavailable('Kafka'),
+};
+
+const ids = { requestId: 'req_9f1c2d3e4a5b', correlationId: 'erp-run-2026-11-23-0715' };
+
+/** The example body of an error answer of this status in this shape (undefined: none documented). */
+export function errorExample(status: number, shape: ErrorShape): unknown {
+  const err = exampleErrors[status];
+  return err ? renderError(err, shape, ids) : undefined;
+}
