@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
 import { integrationScopes } from '../../src/shared/scopes.js';
+import { dropDatabase } from '../support/database.js';
 import { scaled } from '../support/time-scale.js';
 
 // The admin CLI as operators run it: a child process against a throwaway database of this
@@ -84,13 +85,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await pool?.end();
-  const admin = new pg.Client({ connectionString: urlFor('postgres') });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(dbName)} WITH (FORCE)`);
-  } finally {
-    await admin.end();
-  }
+  await dropDatabase(urlFor('postgres'), dbName);
 }, scaled(60_000));
 
 describe('admin CLI', { timeout: 60_000 }, () => {
@@ -137,11 +132,7 @@ describe('admin CLI', { timeout: 60_000 }, () => {
       await emptyDb.end();
       expect(tables, 'no table was made in the empty database').toBe(0);
     } finally {
-      const admin = new pg.Client({ connectionString: urlFor('postgres') });
-      await admin.connect();
-      await admin
-        .query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(empty)} WITH (FORCE)`)
-        .finally(() => admin.end());
+      await dropDatabase(urlFor('postgres'), empty);
     }
   });
 

@@ -38,20 +38,32 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   });
   return {
     url: serverUrl(inject('templateDatabaseUrl'), name),
-    // Plain DROP first, while closing connections finish closing; FORCE only for stragglers
-    // (e.g. of a SIGKILLed process), so no live test connection is cut off mid-teardown.
-    drop: () =>
-      onServer(async (client) => {
-        for (let attempt = 0; attempt < 10; attempt++) {
-          try {
-            await client.query(`DROP DATABASE IF EXISTS ${name}`);
-            return;
-          } catch (err) {
-            if ((err as { code?: string }).code !== '55006') throw err; // in use by other users
-            await new Promise((r) => setTimeout(r, 100));
-          }
-        }
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      }),
+    drop: () => dropDatabase(serverUrl(inject('templateDatabaseUrl'), 'postgres'), name),
   };
+}
+
+/**
+ * Drops a database through the server's maintenance database (`maintenanceUrl`). Plain DROP
+ * first, while closing connections finish closing (pg's pool.end() resolves before its sockets
+ * have closed); FORCE only for stragglers (e.g. of a SIGKILLed process), so no live test
+ * connection is cut off mid-teardown (an unhandled 57P01 in the test process).
+ */
+export async function dropDatabase(maintenanceUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: maintenanceUrl });
+  await client.connect();
+  try {
+    const quoted = pg.escapeIdentifier(name);
+    for (let attempt = 0; attempt < 10; attempt++) {
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${quoted}`);
+        return;
+      } catch (err) {
+        if ((err as { code?: string }).code !== '55006') throw err; // in use by other users
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
 }
