@@ -56,6 +56,65 @@ describe('inbound targets to import jobs', () => {
     });
   });
 
+  it('stores every field as sent, null and absent ones alike, the last duplicate of a batch winning', async () => {
+    const full = {
+      externalId: 'fields-full',
+      name: 'first version',
+      address: {
+        line1: 'Hauptstraße 12',
+        line2: 'Hof',
+        postalCode: '10115',
+        city: 'Berlin',
+        region: 'BE',
+        countryCode: 'DE',
+      },
+      coordinates: { latitude: 52.5321, longitude: 13.3849 },
+      timeWindows: [{ start: '2026-11-23T08:00:00.000Z', end: '2026-11-23T12:00:00.000Z' }],
+      serviceDurationMinutes: 45,
+      priority: 2,
+      tags: ['boiler', 'ünïcode'],
+      metadata: { contract: 'C-1', floor: 1, urgent: true, note: null },
+    };
+    const nulls = {
+      externalId: 'fields-null',
+      name: 'nulls',
+      address: null,
+      coordinates: { latitude: -33.9, longitude: 151.2 },
+      timeWindows: null,
+      serviceDurationMinutes: null,
+      priority: null,
+      tags: null,
+      metadata: null,
+    };
+    const absent = { externalId: 'fields-absent', name: 'absent', coordinates: { latitude: 0, longitude: 0 } };
+    const latest = { ...full, name: 'second version', tags: ['later'] };
+    const res = await post('/api/v1/inbound/targets/batch', {
+      sourceSystem: 'fields',
+      targets: [full, nulls, absent, latest],
+    });
+    expect(res.status).toBe(200);
+    expect(await untilFinal(res.body.importJobId)).toMatchObject({ status: 'Completed' });
+    const { rows } = await suite.pool.query(
+      `SELECT external_id, name, address, latitude, longitude, time_windows, service_duration_minutes, priority, tags,
+              metadata, last_item_index FROM targets WHERE source_system = 'fields' ORDER BY external_id`,
+    );
+    const empty = { timeWindows: [], tags: [], metadata: {} };
+    const row = (t: typeof full | typeof nulls | typeof absent, index: number, orEmpty = empty) => ({
+      external_id: t.externalId,
+      name: t.name,
+      address: 'address' in t ? t.address : null,
+      latitude: t.coordinates.latitude,
+      longitude: t.coordinates.longitude,
+      time_windows: ('timeWindows' in t && t.timeWindows) || orEmpty.timeWindows,
+      service_duration_minutes: 'serviceDurationMinutes' in t ? t.serviceDurationMinutes : null,
+      priority: 'priority' in t ? t.priority : null,
+      tags: ('tags' in t && t.tags) || orEmpty.tags,
+      metadata: ('metadata' in t && t.metadata) || orEmpty.metadata,
+      last_item_index: index,
+    });
+    expect(rows).toEqual([row(absent, 2), row(latest, 3), row(nulls, 1)]);
+  });
+
   it('applies a batch in several chunks with exact counts', async () => {
     const targets = makeTargets(50, 'batch');
     const res = await post('/api/v1/inbound/targets/batch', { sourceSystem: 'erp', externalBatchId: 'b-1', targets });

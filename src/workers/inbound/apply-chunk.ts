@@ -9,39 +9,17 @@ import { claimChunk, finishChunk, lockJob, upsertTargets } from './sql.js';
 type Chunk = Envelope<ChunkPayload>;
 export type ChunkOutcome = 'applied' | 'duplicate' | 'orphan';
 
-/** Row shape of jsonb_to_recordset in upsertTargets; the last item of an external id wins. */
-function recordsOf(chunk: ChunkPayload) {
-  const latest = new Map<string, ChunkPayload['items'][number]>();
-  for (const item of chunk.items) latest.set(item.target.externalId, item);
-  // Sorted by external id: chunks of different partitions applied side by side lock shared rows
-  // in the same order, so they wait for each other instead of deadlocking.
-  return [...latest.values()]
-    .sort((a, b) =>
-      a.target.externalId < b.target.externalId ? -1 : a.target.externalId > b.target.externalId ? 1 : 0,
-    )
-    .map(({ index, target: t }) => ({
-      external_id: t.externalId,
-      name: t.name,
-      address: t.address ?? null,
-      latitude: t.coordinates?.latitude ?? null,
-      longitude: t.coordinates?.longitude ?? null,
-      time_windows: t.timeWindows ?? [],
-      service_duration_minutes: t.serviceDurationMinutes ?? null,
-      priority: t.priority ?? null,
-      tags: t.tags ?? [],
-      metadata: t.metadata ?? {},
-      item_index: index,
-    }));
-}
-
 /**
  * Applies one chunk in one transaction: lock the job, claim the chunk in the ledger (a
  * redelivered chunk finds its claim and changes nothing), upsert its targets, count it.
  * A crash anywhere before COMMIT leaves no trace; after it, the claim makes redelivery a no-op.
+ * `messageText` is the chunk message as received (its decoded form is `chunk`): PostgreSQL reads
+ * the targets from it.
  */
 export async function applyChunk(
   pool: Pool,
   chunk: Chunk,
+  messageText: string,
   awaitJob: (load: () => Promise<unknown>) => Promise<unknown>,
 ): Promise<ChunkOutcome> {
   const { importJobId, chunkIndex, items, sourceSystem } = chunk.payload;
@@ -50,12 +28,7 @@ export async function applyChunk(
     if (!job) return 'orphan';
     const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, items.length, 0]);
     if (claimed.rowCount === 0) return 'duplicate';
-    await tx.query(upsertTargets, [
-      chunk.tenantId,
-      sourceSystem,
-      importJobId,
-      JSON.stringify(recordsOf(chunk.payload)),
-    ]);
+    await tx.query(upsertTargets, [chunk.tenantId, sourceSystem, importJobId, messageText]);
     const finished = await tx.query(finishChunk, [importJobId, items.length, 0, null, null, maxStoredItemErrors]);
     await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
     return 'applied';

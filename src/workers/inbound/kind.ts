@@ -1,6 +1,6 @@
 import { chunkMessageSchema } from '../../shared/inbound/chunk-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
-import { decodeMessage } from '../decode.js';
+import { decodeMessage, decodeText, messageText } from '../decode.js';
 import { edgeWriterDone } from '../../shared/edge-lock.js';
 import { awaitEdgeRecord } from '../edge-record.js';
 import { applyEach } from '../permanent-error.js';
@@ -18,8 +18,9 @@ export const inboundWorker: WorkerKind = {
       messages,
       ctx,
       async (message) => {
-        const chunk = decodeMessage(message, chunkMessageSchema);
-        const outcome = await applyChunk(deps.pool, chunk, (load) =>
+        const text = messageText(message);
+        const chunk = decodeText(text, chunkMessageSchema);
+        const outcome = await applyChunk(deps.pool, chunk, text, (load) =>
           awaitEdgeRecord(
             load,
             chunk.producedAt,

@@ -8,15 +8,30 @@ export const claimChunk = `
   INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count)
   VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING chunk_index`;
 
-/** One statement for the whole chunk; a row only takes data from a later (job, item). */
+/**
+ * One statement for the whole chunk, reading the targets from the chunk message's own JSON text
+ * ($4), so the worker never rebuilds them as parameters. The last item of an external id wins;
+ * rows go in external-id order (byte order), so chunks of different partitions applied side by
+ * side lock shared rows in the same order and wait for each other instead of deadlocking. A row
+ * only takes data from a later (job, item). JSON null reads as SQL NULL, as the gateway sent it.
+ */
 export const upsertTargets = `
+  WITH items AS (
+    SELECT DISTINCT ON (e->'target'->>'externalId' COLLATE "C") e->'target' AS t, (e->>'index')::int AS item_index
+      FROM jsonb_array_elements($4::jsonb->'payload'->'items') AS e
+     ORDER BY e->'target'->>'externalId' COLLATE "C", (e->>'index')::int DESC
+  )
   INSERT INTO targets AS t (tenant_id, source_system, external_id, name, address, latitude, longitude, time_windows,
                             service_duration_minutes, priority, tags, metadata, last_import_job_id, last_item_index)
-  SELECT $1, $2, r.external_id, r.name, r.address, r.latitude, r.longitude, coalesce(r.time_windows, '[]'),
-         r.service_duration_minutes, r.priority, coalesce(r.tags, '{}'), coalesce(r.metadata, '{}'), $3, r.item_index
-    FROM jsonb_to_recordset($4::jsonb) AS r(external_id text, name text, address jsonb, latitude float8,
-         longitude float8, time_windows jsonb, service_duration_minutes int, priority int, tags text[],
-         metadata jsonb, item_index int)
+  SELECT $1, $2, i.t->>'externalId', i.t->>'name', nullif(i.t->'address', 'null'),
+         (i.t->'coordinates'->>'latitude')::float8, (i.t->'coordinates'->>'longitude')::float8,
+         coalesce(nullif(i.t->'timeWindows', 'null'), '[]'), (i.t->>'serviceDurationMinutes')::int,
+         (i.t->>'priority')::int,
+         CASE WHEN jsonb_typeof(i.t->'tags') = 'array'
+              THEN ARRAY(SELECT jsonb_array_elements_text(i.t->'tags')) ELSE '{}' END,
+         coalesce(nullif(i.t->'metadata', 'null'), '{}'), $3, i.item_index
+    FROM items AS i
+   ORDER BY i.t->>'externalId' COLLATE "C"
   ON CONFLICT (tenant_id, source_system, external_id) DO UPDATE SET
     name = EXCLUDED.name, address = EXCLUDED.address, latitude = EXCLUDED.latitude, longitude = EXCLUDED.longitude,
     time_windows = EXCLUDED.time_windows, service_duration_minutes = EXCLUDED.service_duration_minutes,
