@@ -7,6 +7,7 @@ import { trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
+  AlwaysOffSampler,
   BatchSpanProcessor,
   ConsoleSpanExporter,
   NodeTracerProvider,
@@ -43,6 +44,10 @@ export function startTracing(
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME || service }),
     spanProcessors: processors,
+    // Nothing exported: spans are not recorded (no attributes, events or processors to feed),
+    // yet each still gets its ids, so log lines and Kafka headers carry the trace as before.
+    // Exporting: the SDK's default sampler, or OTEL_TRACES_SAMPLER.
+    ...(processors.length === 0 ? { sampler: new AlwaysOffSampler() } : {}),
   });
   provider.register();
   return {
