@@ -86,8 +86,11 @@ describe('examples in the OpenAPI document', () => {
     for (const [name, { value }] of Object.entries(document.components.examples)) {
       const schema = name.startsWith('connect') ? connectErrorSchema : standardErrorSchema;
       expect(schema.safeParse(value).success, name).toBe(true);
-      expect(name).toMatch(/^(standard|connect)Error\d{3}$/);
+      expect(name).toMatch(/^(standard|connect)(AccessToken)?Error\d{3}$/);
     }
+    const appointment401 =
+      document.paths['/connect/v1/appointment-requests']!.post!.responses['401']!.content!['application/json']!;
+    expect(exampleOf(appointment401, document)).toMatchObject({ error: { code: 'expired_token' } });
     const jobs400 = document.paths['/api/v1/connect/jobs']!.post!.responses['400']!.content!['application/json']!;
     expect(exampleOf(jobs400, document)).toMatchObject({
       error: { code: 'validation_failed', requestId: expect.any(String) },

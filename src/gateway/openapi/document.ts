@@ -7,13 +7,12 @@ import { webhookOperations, webhooksDescription } from '../../shared/webhooks/op
 import { scopeOf } from '../auth/route-scopes.js';
 import { acceptedRequestMediaTypes } from '../http/body.js';
 import { connectErrorSchema, standardErrorSchema } from '../http/error-shapes.js';
-import type { ErrorShape } from '../http/error-mapping.js';
 import { jwksPath, tokenPath } from '../oauth/routes.js';
 import { tokenScopeDescriptions } from '../oauth/scopes.js';
 import { windowSeconds } from '../rate-limit/rate-limiter.js';
 import { defaultJsonShapeLimits } from '../http/json-shape.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
-import { errorExample } from './examples/errors.js';
+import { errorExampleName, errorExampleOf } from './examples/errors.js';
 import { operationExamples } from './examples/operations.js';
 
 export type DocumentLimits = {
@@ -77,19 +76,12 @@ function content(schema: z.ZodType, mediaTypes: readonly string[], example: unkn
 
 type ExampleRef = { $ref: string };
 const isExampleRef = (v: unknown): v is ExampleRef => typeof v === 'object' && v !== null && '$ref' in v;
-const errorExampleName = (status: number, shape: ErrorShape) => `${shape}Error${status}`;
-
-/** components.examples: the error body of each status and shape some operation answers, shared by reference. */
+/** components.examples: the error bodies some operation answers with, shared by reference. */
 function errorExamples(paths: ZodOpenApiPathsObject): Record<string, { summary: string; value: unknown }> {
   const used = new Set(JSON.stringify(paths).match(/(?<=#\/components\/examples\/)\w+/g));
-  const examples: Record<string, { summary: string; value: unknown }> = {};
-  for (const shape of ['standard', 'connect'] as const) {
-    for (const status of Object.keys(errorDescriptions).map(Number)) {
-      const name = errorExampleName(status, shape);
-      if (used.has(name)) examples[name] = { summary: `A ${status} answer`, value: errorExample(status, shape) };
-    }
-  }
-  return examples;
+  return Object.fromEntries(
+    [...used].sort().map((name) => [name, { summary: `A ${name.slice(-3)} answer`, value: errorExampleOf(name) }]),
+  );
 }
 
 const accessToken401 =
@@ -129,7 +121,7 @@ function operation(route: RouteDefinition): ZodOpenApiOperationObject {
         'Error',
       headers: z.object({ ...idHeaders, ...(status === 429 || status === 503 ? retryAfterHeader : {}) }),
       content: content(connect ? connectErrorSchema : standardErrorSchema, jsonMediaTypes, {
-        $ref: `#/components/examples/${errorExampleName(status, connect ? 'connect' : 'standard')}`,
+        $ref: `#/components/examples/${errorExampleName(status, connect ? 'connect' : 'standard', route.auth)}`,
       }),
     };
   }

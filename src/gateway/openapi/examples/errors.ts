@@ -1,6 +1,7 @@
 import { AppError, notFound, unavailable } from '../../../shared/errors.js';
 import { rateLimitedError } from '../../rate-limit/rate-limiter.js';
 import { renderError, type ErrorShape } from '../../http/error-mapping.js';
+import type { RouteAuth } from '../../routes/route-definition.js';
 
 // One example error per documented status, rendered by the same code that renders real errors
 // (http/error-mapping.ts), so the examples cannot drift from what clients receive.
@@ -16,7 +17,7 @@ const exampleErrors: Record<number, AppError> = {
   }),
   404: notFound('Import job 1842'),
   408: new AppError('request_timeout', 'The body did not arrive within 30000 ms.', null, { deadlineMs: 30_000 }),
-  409: new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request body.'),
+  409: new AppError('idempotency_conflict', 'This idempotency key was already used with a different body.'),
   413: new AppError('payload_too_large', 'The body exceeds the limit of 1048576 bytes.', null, {
     limitBytes: 1_048_576,
   }),
@@ -27,10 +28,26 @@ const exampleErrors: Record<number, AppError> = {
   503: unavailable('Kafka'),
 };
 
+/** Where /connect/v1 operations (OAuth access tokens) answer otherwise. */
+const accessTokenErrors: Record<number, AppError> = {
+  401: new AppError('expired_token', 'The access token has expired.'),
+  403: new AppError('insufficient_scope', 'This operation needs the scope appointments.write.', null, {
+    requiredScope: 'appointments.write',
+  }),
+};
+
 const ids = { requestId: 'req_9f1c2d3e4a5b', correlationId: 'erp-run-2026-11-23-0715' };
 
-/** The example body of an error answer of this status in this shape (undefined: none documented). */
-export function errorExample(status: number, shape: ErrorShape): unknown {
-  const err = exampleErrors[status];
-  return err ? renderError(err, shape, ids) : undefined;
+/** Which example an error answer shows: one per status, shape and (for 401/403) credential kind. */
+export function errorExampleName(status: number, shape: ErrorShape, auth: RouteAuth): string {
+  const byToken = auth === 'accessToken' && accessTokenErrors[status] !== undefined;
+  return `${shape}${byToken ? 'AccessToken' : ''}Error${status}`;
+}
+
+/** The example of that name (undefined: none such). */
+export function errorExampleOf(name: string): unknown {
+  const m = /^(standard|connect)(AccessToken)?Error(\d{3})$/.exec(name);
+  if (!m) return undefined;
+  const err = (m[2] ? accessTokenErrors : exampleErrors)[Number(m[3])];
+  return err ? renderError(err, m[1] as ErrorShape, ids) : undefined;
 }
