@@ -36,7 +36,7 @@ const accessTokenErrors: Record<number, AppError> = {
   }),
 };
 
-const ids = { requestId: 'req_9f1c2d3e4a5b', correlationId: 'erp-run-2026-11-23-0715' };
+const ids = { requestId: '2f1d9c7a-6b3e-4f08-9a25-d1c4e7b8a603', correlationId: 'erp-run-2026-11-23-0715' };
 
 /** Which example an error answer shows: one per status, shape and (for 401/403) credential kind. */
 export function errorExampleName(status: number, shape: ErrorShape, auth: RouteAuth): string {

@@ -97,7 +97,7 @@ const createJob = {
 };
 
 const createdJob = (created: boolean) => ({
-  requestId: 'req_9f1c2d3e4a5b',
+  requestId: '2f1d9c7a-6b3e-4f08-9a25-d1c4e7b8a603',
   correlationId: 'erp-run-2026-11-23-0715',
   externalId: 'WO-2026-00917',
   fieldJobId: '0b6d1f0e-8a3c-4f51-9d2e-7c4b5a691f20',
