@@ -76,11 +76,10 @@ function content(schema: z.ZodType, mediaTypes: readonly string[], example: unkn
 
 type ExampleRef = { $ref: string };
 const isExampleRef = (v: unknown): v is ExampleRef => typeof v === 'object' && v !== null && '$ref' in v;
-/** components.examples: the error bodies some operation answers with, shared by reference. */
-function errorExamples(paths: ZodOpenApiPathsObject): Record<string, { summary: string; value: unknown }> {
-  const used = new Set(JSON.stringify(paths).match(/(?<=#\/components\/examples\/)\w+/g));
+/** components.examples: the error bodies operations refer to (by name), shared by reference. */
+function errorExamples(names: ReadonlySet<string>): Record<string, { summary: string; value: unknown }> {
   return Object.fromEntries(
-    [...used].sort().map((name) => [name, { summary: `A ${name.slice(-3)} answer`, value: errorExampleOf(name) }]),
+    [...names].sort().map((name) => [name, { summary: `A ${name.slice(-3)} answer`, value: errorExampleOf(name) }]),
   );
 }
 
@@ -98,7 +97,8 @@ function errorStatusesOf(route: RouteDefinition): number[] {
   return [...statuses].sort((a, b) => a - b);
 }
 
-function operation(route: RouteDefinition): ZodOpenApiOperationObject {
+/** The operation object of a route; the names of the error examples it refers to go into `usedExamples`. */
+function operation(route: RouteDefinition, usedExamples: Set<string>): ZodOpenApiOperationObject {
   const scope = scopeOf(route.method, route.path);
   const successHeaders = { ...idHeaders, ...(route.auth !== 'none' ? rateLimitHeaders : {}) };
   const examples = operationExamples[route.operationId];
@@ -114,6 +114,8 @@ function operation(route: RouteDefinition): ZodOpenApiOperationObject {
   for (const status of errorStatusesOf(route)) {
     if (route.responses[status]) continue; // the operation documents this status itself
     const connect = route.connectErrorStatuses?.includes(status);
+    const exampleName = errorExampleName(status, connect ? 'connect' : 'standard', route.auth);
+    usedExamples.add(exampleName);
     responses[String(status)] = {
       description:
         route.errorDescriptions?.[status] ??
@@ -121,7 +123,7 @@ function operation(route: RouteDefinition): ZodOpenApiOperationObject {
         'Error',
       headers: z.object({ ...idHeaders, ...(status === 429 || status === 503 ? retryAfterHeader : {}) }),
       content: content(connect ? connectErrorSchema : standardErrorSchema, jsonMediaTypes, {
-        $ref: `#/components/examples/${errorExampleName(status, connect ? 'connect' : 'standard', route.auth)}`,
+        $ref: `#/components/examples/${exampleName}`,
       }),
     };
   }
@@ -217,8 +219,9 @@ function describeService(limits: DocumentLimits): string {
 
 export function buildOpenApiDocument(routes: readonly RouteDefinition[], limits: DocumentLimits) {
   const paths: ZodOpenApiPathsObject = {};
+  const usedExamples = new Set<string>();
   for (const route of routes) {
-    paths[route.path] = { ...paths[route.path], [route.method]: operation(route) };
+    paths[route.path] = { ...paths[route.path], [route.method]: operation(route, usedExamples) };
   }
   return createDocument({
     openapi: '3.1.0',
@@ -248,7 +251,7 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], limits:
           flows: { clientCredentials: { tokenUrl: tokenPath, scopes: { ...tokenScopeDescriptions } } },
         },
       },
-      examples: errorExamples(paths),
+      examples: errorExamples(usedExamples),
       schemas: {
         ApiErrorResponse: standardErrorSchema,
         ConnectApiErrorResponse: connectErrorSchema,
