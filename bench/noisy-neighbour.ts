@@ -13,7 +13,8 @@
 // 12: /livez p99 under 50 ms while abused; the victim's p99 within 2× of quiet) are printed
 // next to the figures. Options (env): BENCH_PHASE_SECONDS (20), BENCH_FLOODS (8),
 // BENCH_TRICKLES (16), BENCH_CPU_PROF (a directory: the gateway writes a V8 CPU profile there),
-// DATABASE_URL, KAFKA_BROKERS (127.0.0.1:9092).
+// DATABASE_URL, KAFKA_BROKERS (127.0.0.1:9092), and the gateway's own settings (UPLOAD_BYTES_PER_SECOND
+// above all: the abuser's upload quota).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -66,6 +67,8 @@ const childEnv: NodeJS.ProcessEnv = {
   BODY_READ_TIMEOUT_MS: '5000',
   LOG_LEVEL: 'warn',
 };
+/** The abuser's share (the gateway's UPLOAD_BYTES_PER_SECOND, from the environment or its default). */
+const uploadQuota = loadConfig(childEnv).uploadBytesPerSecond;
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -255,7 +258,8 @@ async function run() {
     `gateway event-loop delay p99/max ms: quiet ${quiet.loopDelay.p99Ms}/${quiet.loopDelay.maxMs}, abused ${abused.loopDelay.p99Ms}/${abused.loopDelay.maxMs}`,
     `cores busy (machine/gateway/broker) of ${machineCores()}: quiet ${coresQuiet.machine}/${coresQuiet.gateway}/${coresQuiet.broker}, ` +
       `abused ${coresAbused.machine}/${coresAbused.gateway}/${coresAbused.broker}`,
-    `abuser: ${abuserResult.requests} requests ${JSON.stringify(abuserResult.statuses)}, ${round(abuserResult.bytesSent / 1048576)} MiB sent`,
+    `abuser: ${abuserResult.requests} requests ${JSON.stringify(abuserResult.statuses)}, ${round(abuserResult.bytesSent / 1048576)} MiB sent, ` +
+      `${round(abuserResult.bytesAccepted / 1048576 / abuserParams.seconds, 2)} MiB/s accepted (upload quota ${round(uploadQuota / 1048576, 2)} MiB/s per client)`,
     `goals: /livez p99 < ${goals.livezP99Ms} ms: ${result.goals.livezMet ? 'met' : 'NOT met'} (${livezP99}); ` +
       `victim p99 within ${goals.victimP99Ratio}×: reads ${result.goals.readMet ? 'met' : 'NOT met'}, ` +
       `single pushes ${result.goals.pushMet ? 'met' : 'NOT met'}`,

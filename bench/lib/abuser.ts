@@ -3,7 +3,9 @@
 // sends the worst a client may, within its limits, until `seconds` have passed: the largest
 // batches (10,000 targets, close to the 16 MiB body limit) back to back on several connections,
 // bodies nested to the deepest and widest shapes, invalid UTF-8, and bodies that trickle one
-// byte every half second. Parameters come as JSON in BENCH_ABUSER_PARAMS; the result (answers by
+// byte every half second. Answered 429, it waits Retry-After (and up to a second more, so its
+// connections do not all come back at once) before it sends again on that connection: that gets
+// more through than sending again at once. Parameters come as JSON in BENCH_ABUSER_PARAMS; the result (answers by
 // status) is one line `BENCH_RESULT {json}` on stdout.
 import http from 'node:http';
 import { makeTargets } from '../../test/support/targets.js';
@@ -24,6 +26,8 @@ export type AbuserResult = {
   statuses: Record<string, number>;
   /** Bytes of request bodies sent in full. */
   bytesSent: number;
+  /** Bytes of request bodies answered 2xx. */
+  bytesAccepted: number;
   cpuSeconds: number;
 };
 
@@ -33,6 +37,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: params.floods + para
 const statuses: Record<string, number> = {};
 let requests = 0;
 let bytesSent = 0;
+let bytesAccepted = 0;
 const count = (status: string) => {
   requests++;
   statuses[status] = (statuses[status] ?? 0) + 1;
@@ -59,7 +64,8 @@ const bodies = [heavy, large, deep, wide, invalidUtf8];
 
 const deadline = Date.now() + params.seconds * 1000;
 
-function send(body: Buffer | null): Promise<void> {
+/** Sends one body; resolves to the seconds the gateway asked it to wait (Retry-After on a 429), or 0. */
+function send(body: Buffer | null): Promise<number> {
   return new Promise((resolve) => {
     const req = http.request(batchUrl, {
       method: 'POST',
@@ -76,13 +82,15 @@ function send(body: Buffer | null): Promise<void> {
       res.resume();
       res.on('end', () => {
         count(String(res.statusCode));
-        resolve();
+        const status = res.statusCode ?? 0;
+        if (body && status >= 200 && status < 300) bytesAccepted += body.length;
+        resolve(status === 429 ? Number(res.headers['retry-after'] ?? 1) : 0);
       });
     });
     req.on('error', () => {
       clearInterval(trickle);
       count('network error');
-      resolve();
+      resolve(0);
     });
     if (body) {
       req.end(body, () => (bytesSent += body.length));
@@ -99,7 +107,12 @@ function send(body: Buffer | null): Promise<void> {
 }
 
 async function loop(pick: (i: number) => Buffer | null) {
-  for (let i = 0; Date.now() < deadline; i++) await send(pick(i));
+  for (let i = 0; Date.now() < deadline; i++) {
+    const waitSeconds = await send(pick(i));
+    // Up to a second later than asked, so the connections do not all come back at once.
+    const waitMs = waitSeconds > 0 ? waitSeconds * 1000 + Math.random() * 1000 : 0;
+    if (waitMs > 0) await new Promise((r) => setTimeout(r, Math.min(waitMs, deadline - Date.now())));
+  }
 }
 
 const cpuStart = process.cpuUsage();
@@ -109,5 +122,11 @@ await Promise.all([
 ]);
 const cpu = process.cpuUsage(cpuStart);
 agent.destroy();
-const result: AbuserResult = { requests, statuses, bytesSent, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+const result: AbuserResult = {
+  requests,
+  statuses,
+  bytesSent,
+  bytesAccepted,
+  cpuSeconds: (cpu.user + cpu.system) / 1e6,
+};
 process.stdout.write(`${resultPrefix}${JSON.stringify(result)}\n`);

@@ -24,6 +24,7 @@ import { routeSuggestionRoutes } from './route-suggestions/routes.js';
 import type { GatewayMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
+import { createUploadQuota, uploadWindow } from './rate-limit/upload-quota.js';
 import { buildRouter } from './routes/register.js';
 import type { RouteDefinition } from './routes/route-definition.js';
 
@@ -67,6 +68,7 @@ export function allRoutes(deps: AppDeps, oauth: OAuth = createOAuth(deps)): Rout
           bodyLimitBytes: deps.config.bodyLimitBytes,
           bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
           inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
+          uploadWindow: uploadWindow(deps.config.uploadBytesPerSecond, routes, deps.config.bodyLimitBytes),
           topicPartitions: deps.config.kafkaTopicPartitions,
         })),
     }),
@@ -78,13 +80,15 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
   const app = new Koa<GatewayState>({ proxy: false });
   app.silent = true; // errors are logged by errorHandler, with the request id
   const oauth = createOAuth(deps);
-  const router = buildRouter(allRoutes(deps, oauth), {
+  const routes = allRoutes(deps, oauth);
+  const router = buildRouter(routes, {
     authenticate: createApiKeyAuthenticator(deps.pool, deps.config.authCacheTtlMs),
     authenticateAccessToken: oauth.authenticate,
     rateLimit: createRateLimiter(deps.pool, deps.config.rateLimitLeaseMax),
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
+    uploadQuota: createUploadQuota(uploadWindow(deps.config.uploadBytesPerSecond, routes, deps.config.bodyLimitBytes)),
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });

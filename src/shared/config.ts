@@ -59,6 +59,7 @@ const configSchema = z
     RATE_LIMIT_LEASE_MAX: int(50, 1, 10_000),
     BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
     BODY_READ_TIMEOUT_MS: int(30_000, 100, 600_000),
+    UPLOAD_BYTES_PER_SECOND: int(4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     IN_FLIGHT_CLIENT_SHARE_PERCENT: int(50, 1, 100),
     HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
     SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
@@ -149,6 +150,8 @@ export type Config = {
   bodyLimitBytes: number;
   /** A request body must arrive within this (408 beyond). */
   bodyReadTimeoutMs: number;
+  /** Body bytes per second one client may send to one gateway replica (rate-limit/upload-quota.ts). */
+  uploadBytesPerSecond: number;
   /** Share of an operation's in-flight slots one Integration Client may hold. */
   inFlightClientSharePercent: number;
   healthCheckTimeoutMs: number;
@@ -310,6 +313,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitLeaseMax: c.RATE_LIMIT_LEASE_MAX,
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     bodyReadTimeoutMs: c.BODY_READ_TIMEOUT_MS,
+    uploadBytesPerSecond: c.UPLOAD_BYTES_PER_SECOND,
     inFlightClientSharePercent: c.IN_FLIGHT_CLIENT_SHARE_PERCENT,
     healthCheckTimeoutMs: c.HEALTH_CHECK_TIMEOUT_MS,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,

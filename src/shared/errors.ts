@@ -96,6 +96,12 @@ export const errorCatalogue = {
     kind: 'rate_limited',
     description: 'The Integration Client exceeded its rate limit; retry after Retry-After seconds.',
   },
+  upload_quota_exceeded: {
+    kind: 'rate_limited',
+    description:
+      'The Integration Client sent more body bytes than its upload quota (UPLOAD_BYTES_PER_SECOND per gateway replica); ' +
+      'the body was not read. Retry after Retry-After seconds.',
+  },
   service_unavailable: {
     kind: 'unavailable',
     description: 'A dependency (PostgreSQL or Kafka) cannot take the work now; nothing was accepted. Retry later.',

@@ -5,7 +5,8 @@ import { makeTargets } from '../support/targets.js';
 
 // One client sends the worst it may (largest batches, as many as its share allows; bodies that
 // trickle; deeply nested and very wide bodies) while another client works as usual. The other
-// client's requests all succeed (no 503 from slots the abuser holds) and /livez keeps answering;
+// client's requests all succeed (no 503 from slots the abuser holds), the abuser is held to its
+// upload quota (429 once it has sent its bytes) and /livez keeps answering;
 // the latencies are printed (figures, not assertions: this machine is shared; and the gateway runs
 // in this test process, so the abuser's own client work shares its event loop and the abused
 // figures overstate what a separate gateway process sees: `npm run bench:noisy` measures that).
@@ -101,6 +102,7 @@ describe('a noisy neighbour', () => {
 
     for (const round of noisy) expect(round.map((r) => r.status)).toEqual([200, 200, 200]);
     expect(abuserStatuses.get(200) ?? 0).toBeGreaterThan(0); // the abuser was really working
+    expect(abuserStatuses.get(429) ?? 0).toBeGreaterThan(0); // and sent more than its upload quota
     const figures = (rounds: { ms: number }[][], i: number) => {
       const ms = rounds.map((r) => r[i]!.ms);
       return `${percentile(ms, 0.5).toFixed(1)}/${percentile(ms, 0.99).toFixed(1)}`;

@@ -8,13 +8,37 @@ export const acceptedRequestMediaTypes = ['application/json', 'text/json', 'appl
 /** Taken only by routes that list it in requestMediaTypes (the OAuth token endpoint). */
 export const formMediaType = 'application/x-www-form-urlencoded';
 
+/** A client's share of body bytes (rate-limit/upload-quota.ts): each method throws 429 when spent. */
+export type BodyQuota = {
+  charge(bytes: number): Promise<void>;
+  record(bytes: number): Promise<void>;
+  check(): Promise<void>;
+};
+
+/** What a body may be: at most limitBytes (413), arriving within deadlineMs (408), within quota (429). */
+export type BodyLimits = { limitBytes: number; deadlineMs: number; quota?: BodyQuota };
+
 function hasBody(ctx: Context): boolean {
   const length = ctx.get('content-length');
   return ctx.get('transfer-encoding') !== '' || (length !== '' && length !== '0');
 }
 
-/** The whole body as bytes, within limitBytes and deadlineMs (413 / 408 beyond). */
-async function readBytes(ctx: Context, limitBytes: number, deadlineMs: number): Promise<Buffer> {
+/** The whole body as bytes, within its limits (413 / 408 / 429 beyond). */
+async function readBytes(ctx: Context, { limitBytes, deadlineMs, quota }: BodyLimits): Promise<Buffer> {
+  // Charged before reading, so a client past its quota costs no parsing; a length past the
+  // limit is not charged, as it is answered 413 unread.
+  const declared = ctx.get('transfer-encoding') === '' ? Number(ctx.get('content-length')) : NaN;
+  if (Number.isInteger(declared)) {
+    if (declared <= limitBytes) await quota?.charge(declared);
+  } else {
+    await quota?.check();
+  }
+  const bytes = await readWithin(ctx, limitBytes, deadlineMs);
+  if (!Number.isInteger(declared)) await quota?.record(bytes.length);
+  return bytes;
+}
+
+async function readWithin(ctx: Context, limitBytes: number, deadlineMs: number): Promise<Buffer> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
@@ -67,30 +91,28 @@ function checkMediaType(ctx: Context, mediaTypes: readonly string[]): void {
  */
 export async function readRawBody(
   ctx: Context,
-  limitBytes: number,
-  deadlineMs: number,
+  limits: BodyLimits,
   mediaTypes: readonly string[] = acceptedRequestMediaTypes,
 ): Promise<Buffer> {
   if (!hasBody(ctx)) return Buffer.alloc(0);
   checkMediaType(ctx, mediaTypes);
-  return readBytes(ctx, limitBytes, deadlineMs);
+  return readBytes(ctx, limits);
 }
 
 /**
  * Reads and parses a JSON body: 415 for another media type, 413 past the limit, 408 when it does
- * not arrive within deadlineMs, and parseJsonBytes's 400s. A missing body parses as undefined.
- * A route may take other media types; a form body (formMediaType) parses to an object of its
+ * not arrive within deadlineMs, 429 past the client's upload quota, and parseJsonBytes's 400s. A
+ * missing body parses as undefined. A route may take other media types; a form body (formMediaType) parses to an object of its
  * parameters, a repeated parameter to an array of its values.
  */
 export async function readJsonBody(
   ctx: Context,
-  limitBytes: number,
-  deadlineMs: number,
+  limits: BodyLimits,
   mediaTypes: readonly string[] = acceptedRequestMediaTypes,
 ): Promise<ParsedJson> {
   if (!hasBody(ctx)) return { value: undefined, unstorable: [] };
   checkMediaType(ctx, mediaTypes);
-  const bytes = await readBytes(ctx, limitBytes, deadlineMs);
+  const bytes = await readBytes(ctx, limits);
   if (ctx.is(formMediaType)) {
     let text: string;
     try {

@@ -10,6 +10,7 @@ import { connectErrorSchema, standardErrorSchema } from '../http/error-shapes.js
 import { jwksPath, tokenPath } from '../oauth/routes.js';
 import { tokenScopeDescriptions } from '../oauth/scopes.js';
 import { windowSeconds } from '../rate-limit/rate-limiter.js';
+import type { UploadWindow } from '../rate-limit/upload-quota.js';
 import { defaultJsonShapeLimits } from '../http/json-shape.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
 import { errorExampleName, errorExampleOf } from './examples/errors.js';
@@ -20,6 +21,7 @@ export type DocumentLimits = {
   bodyLimitBytes: number;
   bodyReadTimeoutMs: number;
   inFlightClientSharePercent: number;
+  uploadWindow: UploadWindow;
   topicPartitions: number;
 };
 
@@ -51,7 +53,9 @@ const errorDescriptions: Record<number, string> = {
   413: 'Body larger than the documented limit (payload_too_large).',
   415: 'Request media type is not application/json, text/json or application/*+json.',
   422: 'Well-formed but cannot be carried out (unprocessable).',
-  429: 'Rate limit exceeded (rate_limited); see Retry-After and RateLimit headers.',
+  429:
+    'Rate limit exceeded (rate_limited), or a body past the upload quota (upload_quota_exceeded, not read); ' +
+    'see Retry-After and RateLimit headers.',
   500: 'Unexpected error (internal_error); logged with the request id.',
   503: 'PostgreSQL or Kafka cannot take the work (service_unavailable); nothing was accepted. See Retry-After.',
 };
@@ -186,6 +190,10 @@ function describeService(limits: DocumentLimits): string {
       `${defaultJsonShapeLimits.maxDepth} levels and at most ${defaultJsonShapeLimits.maxKeysPerObject} fields per ` +
       'object (400 validation_failed beyond). Strings and field names must be storable text: no NUL (\\u0000) and ' +
       'no unpaired UTF-16 surrogate (400; in a batch, that target alone is rejected).',
+    `- Upload quota per Integration Client: ${limits.uploadWindow.bytesPerSecond} body bytes per second on each gateway ` +
+      `replica, counted in windows of ${limits.uploadWindow.windowSeconds} s (${limits.uploadWindow.windowBytes} ` +
+      'bytes, room for the largest body). A body is charged before it is read (from Content-Length; a chunked body ' +
+      'as it is read); one that does not fit is answered 429 upload_quota_exceeded with Retry-After, unread.',
     `- Operations with an in-flight limit (inbound, route suggestions) count requests whose body has arrived; one ` +
       `Integration Client holds at most ${limits.inFlightClientSharePercent}% of the slots (at least one); beyond, 503 ` +
       'with Retry-After.',

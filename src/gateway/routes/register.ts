@@ -11,6 +11,7 @@ import type { GatewayContext, GatewayState } from '../http/state.js';
 import { fieldName, parseOrThrow } from '../http/validate.js';
 import { InFlightSlots } from '../http/in-flight.js';
 import { rateLimitedError, type RateLimiter } from '../rate-limit/rate-limiter.js';
+import type { UploadQuota } from '../rate-limit/upload-quota.js';
 import { ClientLeftError } from '../http/client-left.js';
 import type { RouteDefinition } from './route-definition.js';
 
@@ -22,6 +23,7 @@ export type PipelineDeps = {
   defaultRateLimitPerMinute: number;
   bodyLimitBytes: number;
   bodyReadTimeoutMs: number;
+  uploadQuota: UploadQuota;
   /** Refused credentials one address may send per minute before it is answered 429 unlooked. */
   authFailuresPerMinute: number;
   /** Share of an operation's in-flight slots one client may hold (percent; at least one slot). */
@@ -48,8 +50,8 @@ function refuseUnstorable(values: Record<string, unknown>, root: string): void {
 
 /**
  * Mounts every route behind the same pipeline: authenticate → scope → rate limit →
- * validate path and query → body (media type, size, deadline, JSON) → validate body →
- * in-flight slot → handler.
+ * validate path and query → body (media type, size, upload quota, deadline, JSON) →
+ * validate body → in-flight slot → handler.
  */
 export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
@@ -117,16 +119,15 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     const params = route.params ? parseOrThrow(route.params, ctx.params, 'path') : undefined;
     const query = route.query ? parseOrThrow(route.query, ctx.query, 'query') : undefined;
     let body: unknown;
+    const limits = {
+      limitBytes: route.bodyLimitBytes ?? deps.bodyLimitBytes,
+      deadlineMs: deps.bodyReadTimeoutMs,
+      quota: deps.uploadQuota(ctx.state.client?.clientId ?? ctx.ip),
+    };
     if (route.parseRawBody) {
-      const bytes = await readRawBody(ctx, route.bodyLimitBytes ?? deps.bodyLimitBytes, deps.bodyReadTimeoutMs);
-      body = await route.parseRawBody(bytes);
+      body = await route.parseRawBody(await readRawBody(ctx, limits));
     } else if (route.body || route.parseBody) {
-      const raw = await readJsonBody(
-        ctx,
-        route.bodyLimitBytes ?? deps.bodyLimitBytes,
-        deps.bodyReadTimeoutMs,
-        route.requestMediaTypes,
-      );
+      const raw = await readJsonBody(ctx, limits, route.requestMediaTypes);
       const { items, elsewhere } = splitByItem(raw.unstorable, route.itemsField);
       if (elsewhere.length > 0) {
         const errors: FieldErrors = Object.create(null);

@@ -1,0 +1,126 @@
+import { describe, expect, it } from 'vitest';
+import type { ApiResponse } from '../support/api-client.js';
+import { bearer, createClientWithKey } from '../support/fixtures.js';
+import { useGatewaySuite } from '../support/suite.js';
+import { makeTargets } from '../support/targets.js';
+import { scaled } from '../support/time-scale.js';
+
+// Each Integration Client may send UPLOAD_BYTES_PER_SECOND body bytes to a replica, counted in
+// windows that hold the largest body (issue 12: one client's uploads must not take every
+// tenant's CPU). Small limits here: batches up to 96 KiB, 48 KiB/s, so windows of 2 s and 96 KiB.
+const suite = useGatewaySuite({
+  env: () => ({
+    UPLOAD_BYTES_PER_SECOND: String(48 * 1024),
+    INBOUND_BATCH_MAX_BYTES: String(96 * 1024),
+    BODY_LIMIT_BYTES: String(16 * 1024),
+  }),
+});
+
+const batchPath = '/api/v1/inbound/targets/batch';
+/** A batch of about 40 KiB: two fit in a window, a third does not. */
+const batch = (tag: string) => ({ sourceSystem: 'quota', targets: makeTargets(130, tag) });
+
+async function importJobCount(clientId: string): Promise<number> {
+  const { rows } = await suite.pool.query('SELECT count(*)::int AS n FROM import_jobs WHERE client_id = $1', [
+    clientId,
+  ]);
+  return rows[0].n;
+}
+
+/** Posts until the first answer that is not 429 (the window ended), waiting Retry-After between. */
+async function postAfterRetryAfter(headers: Record<string, string>, body: unknown) {
+  const deadline = Date.now() + scaled(30_000);
+  for (;;) {
+    const res = await suite.api.post(batchPath, { headers, body });
+    if (res.status !== 429 || Date.now() > deadline) return res;
+    await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after')) * 1000));
+  }
+}
+
+describe('the upload quota', () => {
+  it('is documented with its window', () => {
+    const description = (suite.api.doc as unknown as { info: { description: string } }).info.description;
+    expect(description).toContain(`Upload quota per Integration Client: ${48 * 1024} body bytes per second`);
+    expect(description).toContain(`windows of 2 s (${96 * 1024} bytes`);
+    expect(description).toContain('`upload_quota_exceeded`');
+  });
+
+  it('answers 429 unread once a client has sent its window, and lets other clients through', async () => {
+    const abuser = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
+    const other = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
+    const body = batch('a');
+    expect(JSON.stringify(body).length).toBeGreaterThan(36 * 1024);
+    expect(JSON.stringify(body).length).toBeLessThan(48 * 1024);
+
+    // A window's bytes go to the first bodies; the next one that does not fit is refused (three
+    // never fit one window; more are sent only if a window ends meanwhile, on a loaded machine).
+    const answers: ApiResponse[] = [];
+    while (answers.length < 20 && !answers.some((r) => r.status === 429)) {
+      answers.push(await suite.api.post(batchPath, { headers: bearer(abuser.apiKey), body }));
+    }
+    const refused = answers.find((r) => r.status === 429);
+    expect(answers.map((r) => r.status)).toContain(429);
+    expect(refused!.body).toMatchObject({
+      error: {
+        code: 'upload_quota_exceeded',
+        details: { bytesPerSecond: 48 * 1024, windowBytes: 96 * 1024, windowSeconds: 2 },
+      },
+    });
+    const retryAfter = Number(refused!.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(2);
+    const accepted = answers.filter((r) => r.status === 200).length;
+    expect(accepted).toBeGreaterThanOrEqual(1);
+    // Nothing of a refused body was taken.
+    expect(await importJobCount(abuser.clientId)).toBe(accepted);
+
+    // Another client of the same tenant has its own quota.
+    const theirs = await suite.api.post(batchPath, { headers: bearer(other.apiKey), body: batch('b') });
+    expect(theirs.status).toBe(200);
+
+    // The refused client gets through once its window has room again.
+    const later = await postAfterRetryAfter(bearer(abuser.apiKey), body);
+    expect(later.status).toBe(200);
+    expect(await importJobCount(abuser.clientId)).toBe(accepted + 1);
+  });
+
+  it('counts a chunked body as it is read and refuses the next', async () => {
+    const client = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
+    const text = JSON.stringify({ sourceSystem: 'quota', targets: makeTargets(260, 'c') });
+    expect(text.length).toBeGreaterThan(80 * 1024); // most of a window
+    expect(text.length).toBeLessThan(96 * 1024);
+    // A stream body is sent chunked (no Content-Length): charged once it has been read.
+    const chunked = (payload: string) =>
+      fetch(new URL(batchPath, suite.gateway.url), {
+        method: 'POST',
+        headers: { ...bearer(client.apiKey), 'content-type': 'application/json' },
+        body: new Blob([payload]).stream(),
+        duplex: 'half',
+      } as RequestInit);
+    // Its length is unknown until read, so a body is let in while the window has room; the one
+    // after the window is spent is refused.
+    const statuses: number[] = [];
+    let refused: Response | undefined;
+    while (statuses.length < 20 && !refused) {
+      const res = await chunked(text);
+      statuses.push(res.status);
+      if (res.status === 429) refused = res;
+      else await res.arrayBuffer();
+    }
+    expect(statuses[0]).toBe(200);
+    expect(statuses).toContain(429);
+    expect(((await refused!.json()) as { error: { code: string } }).error.code).toBe('upload_quota_exceeded');
+    expect(await importJobCount(client.clientId)).toBe(statuses.filter((s) => s === 200).length);
+  });
+
+  it('answers a body past the size limit 413, not 429', async () => {
+    const client = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
+    const res = await suite.api.post(batchPath, {
+      headers: bearer(client.apiKey),
+      body: { sourceSystem: 'quota', targets: makeTargets(400, 'big') },
+    });
+    expect(res.status).toBe(413);
+    // The refused size was not charged: a batch that fits still passes.
+    expect((await suite.api.post(batchPath, { headers: bearer(client.apiKey), body: batch('d') })).status).toBe(200);
+  });
+});

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { createUploadQuota, uploadWindow } from '../../src/gateway/rate-limit/upload-quota.js';
+import { AppError } from '../../src/shared/errors.js';
+
+const MiB = 1024 * 1024;
+
+async function refusal(p: Promise<void>): Promise<AppError> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AppError);
+  return err as AppError;
+}
+
+describe('uploadWindow', () => {
+  it('is the shortest whole-second window that holds the largest body', () => {
+    const routes = [{ bodyLimitBytes: 16 * MiB }, { bodyLimitBytes: 8192 }, {}];
+    expect(uploadWindow(4 * MiB, routes, MiB)).toEqual({
+      bytesPerSecond: 4 * MiB,
+      windowSeconds: 4,
+      windowBytes: 16 * MiB,
+    });
+    expect(uploadWindow(5 * MiB, routes, MiB)).toEqual({
+      bytesPerSecond: 5 * MiB,
+      windowSeconds: 4,
+      windowBytes: 20 * MiB,
+    });
+    expect(uploadWindow(64 * MiB, routes, MiB).windowSeconds).toBe(1);
+    // The default body limit counts for routes without their own.
+    expect(uploadWindow(MiB, [{}], 3 * MiB)).toMatchObject({ windowSeconds: 3, windowBytes: 3 * MiB });
+  });
+});
+
+describe('createUploadQuota', () => {
+  const quota = () => createUploadQuota(uploadWindow(1000, [], 3000)); // 3 s windows of 3000 bytes
+
+  it('takes bodies until the window is spent, then refuses with the documented error', async () => {
+    const forClient = quota();
+    const a = forClient('a');
+    await a.charge(2000);
+    await a.charge(1000);
+    const err = await refusal(a.charge(1));
+    expect(err.code).toBe('upload_quota_exceeded');
+    expect(err.kind).toBe('rate_limited');
+    expect(err.details).toMatchObject({ bytesPerSecond: 1000, windowBytes: 3000, windowSeconds: 3 });
+    expect(err.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    expect(err.retryAfterSeconds).toBeLessThanOrEqual(3);
+    // Every client has its own.
+    await forClient('b').charge(3000);
+  });
+
+  it('does not count a refused body', async () => {
+    const a = quota()('a');
+    await a.charge(2500);
+    await refusal(a.charge(1000));
+    await a.charge(500); // what was left before the refusal is still there
+    await refusal(a.charge(1));
+  });
+
+  it('lets a body of unknown length in while the window has room, and counts it once read', async () => {
+    const a = quota()('a');
+    await a.check();
+    await a.record(2999);
+    await a.check(); // one byte left: room
+    await a.record(5000); // a chunked body may go past
+    expect((await refusal(a.check())).code).toBe('upload_quota_exceeded');
+    expect((await refusal(a.charge(0))).code).toBe('upload_quota_exceeded');
+  });
+});
