@@ -23,6 +23,14 @@ afterAll(async () => {
 });
 
 describe('the served OpenAPI document', () => {
+  it('is served as application/json, the same text every time', async () => {
+    const [a, b] = await Promise.all([0, 1].map(() => fetch(`${gateway.url}/openapi.json`)));
+    expect(a!.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    const [textA, textB] = await Promise.all([a!.text(), b!.text()]);
+    expect(textA).toBe(textB);
+    expect(JSON.parse(textA)).toEqual(doc);
+  });
+
   it('is a valid OpenAPI 3.1 document', async () => {
     expect(doc.openapi).toBe('3.1.0');
     const result = await validate(structuredClone(doc));
