@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { uploadQuotaBounds } from '../shared/config.js';
 import { integrationScopes, isScope, type Scope } from '../shared/scopes.js';
 
 /** The command line is malformed (unknown command or option, missing or conflicting option): exit 2. */
@@ -44,6 +45,16 @@ export function rateLimitArg(value: string, flag: string): number {
   if (!(n >= 1 && n <= maxRateLimitPerMinute)) {
     throw new AdminError(
       `--${flag} must be an integer from 1 to ${maxRateLimitPerMinute}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return n;
+}
+
+export function uploadQuotaArg(value: string, flag: string): number {
+  const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= uploadQuotaBounds.min && n <= uploadQuotaBounds.max)) {
+    throw new AdminError(
+      `--${flag} must be an integer from ${uploadQuotaBounds.min} to ${uploadQuotaBounds.max}, got ${JSON.stringify(value)}`,
     );
   }
   return n;

@@ -4,7 +4,7 @@ import { createPool } from '../shared/db/pool.js';
 import { AdminError, UsageError } from './args.js';
 import type { Command } from './command.js';
 import { appointmentSetStatus } from './commands/appointment.js';
-import { clientCreate, clientRateLimit } from './commands/client.js';
+import { clientCreate, clientRateLimit, clientUploadQuota } from './commands/client.js';
 import { demo } from './commands/demo.js';
 import { keyCreate, keyList, keyRevoke } from './commands/key.js';
 import { tenantCreate } from './commands/tenant.js';
@@ -15,6 +15,7 @@ const commands: Command<unknown>[] = [
   tenantCreate,
   clientCreate,
   clientRateLimit,
+  clientUploadQuota,
   keyCreate,
   keyRevoke,
   keyList,

@@ -55,6 +55,19 @@ export async function setClientRateLimit(
   return r ? { clientId: r.id, rateLimitPerMinute: r.rate_limit_per_minute } : null;
 }
 
+export async function setClientUploadQuota(
+  db: Db,
+  clientId: string,
+  bytesPerSecond: number | null,
+): Promise<{ clientId: string; uploadBytesPerSecond: number | null } | null> {
+  const { rows } = await db.query(
+    'UPDATE integration_clients SET upload_bytes_per_second = $2 WHERE id = $1 RETURNING id, upload_bytes_per_second',
+    [clientId, bytesPerSecond],
+  );
+  const r = rows[0];
+  return r ? { clientId: r.id, uploadBytesPerSecond: r.upload_bytes_per_second } : null;
+}
+
 export async function clientExists(db: Db, clientId: string): Promise<boolean> {
   const { rowCount } = await db.query('SELECT 1 FROM integration_clients WHERE id = $1', [clientId]);
   return rowCount === 1;

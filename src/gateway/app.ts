@@ -24,7 +24,7 @@ import { routeSuggestionRoutes } from './route-suggestions/routes.js';
 import type { GatewayMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
-import { createUploadQuota, uploadWindow } from './rate-limit/upload-quota.js';
+import { createUploadQuota, largestBody, uploadWindow } from './rate-limit/upload-quota.js';
 import { buildRouter } from './routes/register.js';
 import type { RouteDefinition } from './routes/route-definition.js';
 
@@ -68,7 +68,7 @@ export function allRoutes(deps: AppDeps, oauth: OAuth = createOAuth(deps)): Rout
           bodyLimitBytes: deps.config.bodyLimitBytes,
           bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
           inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
-          uploadWindow: uploadWindow(deps.config.uploadBytesPerSecond, routes, deps.config.bodyLimitBytes),
+          uploadWindow: uploadWindow(deps.config.uploadBytesPerSecond, largestBody(routes, deps.config.bodyLimitBytes)),
           topicPartitions: deps.config.kafkaTopicPartitions,
         })),
     }),
@@ -88,7 +88,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
-    uploadQuota: createUploadQuota(uploadWindow(deps.config.uploadBytesPerSecond, routes, deps.config.bodyLimitBytes)),
+    uploadQuota: createUploadQuota(deps.config.uploadBytesPerSecond, largestBody(routes, deps.config.bodyLimitBytes)),
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });

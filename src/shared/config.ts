@@ -4,6 +4,9 @@ import type { KafkaSasl, KafkaSecurity } from './kafka/client-security.js';
 
 // Every environment variable the processes read, with its default. The README's
 // "Configuration" table lists the same names; keep them in step.
+/** UPLOAD_BYTES_PER_SECOND's range, also a client's own quota's (admin CLI `client upload-quota`). */
+export const uploadQuotaBounds = { min: 1024, max: 1024 * 1024 * 1024 } as const;
+
 const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number().int().min(min).max(max).default(def);
 
@@ -59,7 +62,7 @@ const configSchema = z
     RATE_LIMIT_LEASE_MAX: int(50, 1, 10_000),
     BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
     BODY_READ_TIMEOUT_MS: int(30_000, 100, 600_000),
-    UPLOAD_BYTES_PER_SECOND: int(4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    UPLOAD_BYTES_PER_SECOND: int(4 * 1024 * 1024, uploadQuotaBounds.min, uploadQuotaBounds.max),
     IN_FLIGHT_CLIENT_SHARE_PERCENT: int(50, 1, 100),
     HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
     SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiResponse } from '../support/api-client.js';
-import { bearer, createClientWithKey } from '../support/fixtures.js';
+import { bearer, createClientWithKey, setUploadQuota } from '../support/fixtures.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
 import { scaled } from '../support/time-scale.js';
@@ -82,6 +82,23 @@ describe('the upload quota', () => {
     const later = await postAfterRetryAfter(bearer(abuser.apiKey), body);
     expect(later.status).toBe(200);
     expect(await importJobCount(abuser.clientId)).toBe(accepted + 1);
+  });
+
+  it('holds a client with a quota of its own (admin CLI) to that one', async () => {
+    const client = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
+    await setUploadQuota(suite.pool, client.clientId, 200 * 1024); // before its first request: nothing cached
+    let refused: ApiResponse | undefined;
+    for (let i = 0; i < 30 && !refused; i++) {
+      const res = await suite.api.post(batchPath, { headers: bearer(client.apiKey), body: batch(`own-${i}`) });
+      if (res.status === 429) refused = res;
+      else expect(res.status).toBe(200);
+    }
+    expect(refused!.body).toMatchObject({
+      error: {
+        code: 'upload_quota_exceeded',
+        details: { bytesPerSecond: 200 * 1024, windowBytes: 200 * 1024, windowSeconds: 1 },
+      },
+    });
   });
 
   it('counts a chunked body as it is read and refuses the next', async () => {

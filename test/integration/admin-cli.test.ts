@@ -98,6 +98,7 @@ describe('admin CLI', { timeout: 60_000 }, () => {
         'tenant create',
         'client create',
         'client rate-limit',
+        'client upload-quota',
         'key create',
         'key revoke',
         'key list',
@@ -166,6 +167,8 @@ describe('admin CLI', { timeout: 60_000 }, () => {
       ],
       ['client', 'rate-limit', '--client', client],
       ['client', 'rate-limit', '--client', client, '--per-minute', '5', '--default'],
+      ['client', 'upload-quota', '--client', client],
+      ['client', 'upload-quota', '--client', client, '--bytes-per-second', '5000', '--default'],
     ];
     const stderrs = await Promise.all(cases.map((args) => fails(2, ...args)));
     for (const stderr of stderrs) {
@@ -446,6 +449,36 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     expect(errors[0]).toMatch(/--per-minute must be an integer/);
     expect(errors[2]).toMatch(/^admin: client .* not found\n$/);
     expect(await limit()).toBeNull();
+  });
+
+  it('sets and clears a client upload quota', async () => {
+    const clientId = demo2.clients['connect.jobs.write'].clientId;
+    const quota = async () =>
+      (await pool.query('SELECT upload_bytes_per_second FROM integration_clients WHERE id = $1', [clientId])).rows[0]
+        .upload_bytes_per_second;
+
+    expect(await ok('client', 'upload-quota', '--client', clientId, '--bytes-per-second', '16777216')).toEqual({
+      clientId,
+      uploadBytesPerSecond: 16777216,
+    });
+    expect(await quota()).toBe(16777216);
+    expect(await ok('client', 'upload-quota', '--client', clientId, '--default')).toEqual({
+      clientId,
+      uploadBytesPerSecond: null,
+    });
+    expect(await quota()).toBeNull();
+
+    const errors = await Promise.all([
+      fails(1, 'client', 'upload-quota', '--client', clientId, '--bytes-per-second', '1023'),
+      fails(1, 'client', 'upload-quota', '--client', clientId, '--bytes-per-second', '2147483648'),
+      fails(1, 'client', 'upload-quota', '--client', clientId, '--bytes-per-second', 'lots'),
+      fails(1, 'client', 'upload-quota', '--client', randomUUID(), '--bytes-per-second', '4096'),
+    ]);
+    expect(errors[0]).toMatch(/--bytes-per-second must be an integer from 1024 to 1073741824/);
+    expect(errors[1]).toMatch(/--bytes-per-second must be an integer/);
+    expect(errors[2]).toMatch(/--bytes-per-second must be an integer/);
+    expect(errors[3]).toMatch(/^admin: client .* not found\n$/);
+    expect(await quota()).toBeNull();
   });
 
   it('sets expires_at from --expires-in (now + duration) or --expires-at', async () => {

@@ -1,5 +1,5 @@
 import type { Command } from '../../src/admin/command.js';
-import { clientCreate, clientRateLimit } from '../../src/admin/commands/client.js';
+import { clientCreate, clientRateLimit, clientUploadQuota } from '../../src/admin/commands/client.js';
 import { demo } from '../../src/admin/commands/demo.js';
 import { keyCreate, keyRevoke } from '../../src/admin/commands/key.js';
 import type { Pool } from '../../src/shared/db/pool.js';
@@ -33,6 +33,9 @@ export const revokeKey = (pool: Pool, keyId: string) => admin(pool, keyRevoke, [
 
 export const setRateLimit = (pool: Pool, clientId: string, perMinute: number) =>
   admin(pool, clientRateLimit, ['--client', clientId, '--per-minute', String(perMinute)]);
+
+export const setUploadQuota = (pool: Pool, clientId: string, bytesPerSecond: number) =>
+  admin(pool, clientUploadQuota, ['--client', clientId, '--bytes-per-second', String(bytesPerSecond)]);
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createUploadQuota, uploadWindow } from '../../src/gateway/rate-limit/upload-quota.js';
+import { createUploadQuota, largestBody, uploadWindow } from '../../src/gateway/rate-limit/upload-quota.js';
 import { AppError } from '../../src/shared/errors.js';
 
 const MiB = 1024 * 1024;
@@ -16,24 +16,24 @@ async function refusal(p: Promise<void>): Promise<AppError> {
 describe('uploadWindow', () => {
   it('is the shortest whole-second window that holds the largest body', () => {
     const routes = [{ bodyLimitBytes: 16 * MiB }, { bodyLimitBytes: 8192 }, {}];
-    expect(uploadWindow(4 * MiB, routes, MiB)).toEqual({
+    expect(largestBody(routes, MiB)).toBe(16 * MiB);
+    expect(largestBody([{}], 3 * MiB)).toBe(3 * MiB); // the default limit counts for routes without their own
+    expect(uploadWindow(4 * MiB, 16 * MiB)).toEqual({
       bytesPerSecond: 4 * MiB,
       windowSeconds: 4,
       windowBytes: 16 * MiB,
     });
-    expect(uploadWindow(5 * MiB, routes, MiB)).toEqual({
+    expect(uploadWindow(5 * MiB, 16 * MiB)).toEqual({
       bytesPerSecond: 5 * MiB,
       windowSeconds: 4,
       windowBytes: 20 * MiB,
     });
-    expect(uploadWindow(64 * MiB, routes, MiB).windowSeconds).toBe(1);
-    // The default body limit counts for routes without their own.
-    expect(uploadWindow(MiB, [{}], 3 * MiB)).toMatchObject({ windowSeconds: 3, windowBytes: 3 * MiB });
+    expect(uploadWindow(64 * MiB, 16 * MiB).windowSeconds).toBe(1);
   });
 });
 
 describe('createUploadQuota', () => {
-  const quota = () => createUploadQuota(uploadWindow(1000, [], 3000)); // 3 s windows of 3000 bytes
+  const quota = () => createUploadQuota(1000, 3000); // 3 s windows of 3000 bytes
 
   it('takes bodies until the window is spent, then refuses with the documented error', async () => {
     const forClient = quota();
@@ -66,5 +66,16 @@ describe('createUploadQuota', () => {
     await a.record(5000); // a chunked body may go past
     expect((await refusal(a.check())).code).toBe('upload_quota_exceeded');
     expect((await refusal(a.charge(0))).code).toBe('upload_quota_exceeded');
+  });
+
+  it('holds a client with a quota of its own to that one', async () => {
+    const forClient = quota();
+    const big = forClient('big', 3000); // 1 s windows of 3000 bytes
+    await big.charge(3000);
+    const err = await refusal(big.charge(1));
+    expect(err.details).toMatchObject({ bytesPerSecond: 3000, windowBytes: 3000, windowSeconds: 1 });
+    // The default still applies to the others, and to the same client without its own.
+    await forClient('other').charge(3000);
+    expect((await refusal(forClient('other', null).charge(1))).details).toMatchObject({ windowSeconds: 3 });
   });
 });

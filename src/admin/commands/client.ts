@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { AdminError, UsageError, nameArg, parseOptions, rateLimitArg, required, uuidArg } from '../args.js';
+import {
+  AdminError,
+  UsageError,
+  nameArg,
+  parseOptions,
+  rateLimitArg,
+  required,
+  uploadQuotaArg,
+  uuidArg,
+} from '../args.js';
 import type { Command } from '../command.js';
-import { insertClients, setClientRateLimit } from '../store.js';
+import { insertClients, setClientRateLimit, setClientUploadQuota } from '../store.js';
 
 export const clientCreate: Command<{ tenantId: string; name: string; rateLimitPerMinute: number | null }> = {
   name: 'client create',
@@ -44,6 +53,31 @@ export const clientRateLimit: Command<{ clientId: string; perMinute: number | nu
   },
   async run({ pool }, { clientId, perMinute }) {
     const updated = await setClientRateLimit(pool, clientId, perMinute);
+    if (!updated) throw new AdminError(`client ${clientId} not found`);
+    return updated;
+  },
+};
+
+export const clientUploadQuota: Command<{ clientId: string; bytesPerSecond: number | null }> = {
+  name: 'client upload-quota',
+  synopsis: '--client <clientId> (--bytes-per-second <n> | --default)',
+  summary:
+    'Set the body bytes per second a client may send to each gateway replica, or --default for UPLOAD_BYTES_PER_SECOND.',
+  parse(args) {
+    const v = parseOptions(args, {
+      client: { type: 'string' },
+      'bytes-per-second': { type: 'string' },
+      default: { type: 'boolean' },
+    });
+    const clientId = uuidArg(required(v.client, 'client'), 'client');
+    if ((v['bytes-per-second'] === undefined) === (v.default !== true)) {
+      throw new UsageError('give exactly one of --bytes-per-second <n> and --default');
+    }
+    const given = v['bytes-per-second'];
+    return { clientId, bytesPerSecond: given === undefined ? null : uploadQuotaArg(given, 'bytes-per-second') };
+  },
+  async run({ pool }, { clientId, bytesPerSecond }) {
+    const updated = await setClientUploadQuota(pool, clientId, bytesPerSecond);
     if (!updated) throw new AdminError(`client ${clientId} not found`);
     return updated;
   },

@@ -7,13 +7,14 @@ export type ApiKeyRecord = {
   tenantId: string;
   scopes: string[];
   rateLimitPerMinute: number | null;
+  uploadBytesPerSecond: number | null;
   expiresAt: Date | null;
   revokedAt: Date | null;
 };
 
 const findByHashSql = `
   SELECT k.id AS key_id, k.key_hash, k.expires_at, k.revoked_at,
-         c.id AS client_id, c.tenant_id, c.rate_limit_per_minute,
+         c.id AS client_id, c.tenant_id, c.rate_limit_per_minute, c.upload_bytes_per_second,
          coalesce(array_agg(s.scope ORDER BY s.scope) FILTER (WHERE s.scope IS NOT NULL), '{}') AS scopes
     FROM api_keys k
     JOIN integration_clients c ON c.id = k.client_id
@@ -32,6 +33,7 @@ export async function findApiKeyByHash(pool: Pool, hash: Buffer): Promise<ApiKey
     tenantId: r.tenant_id,
     scopes: r.scopes,
     rateLimitPerMinute: r.rate_limit_per_minute,
+    uploadBytesPerSecond: r.upload_bytes_per_second,
     expiresAt: r.expires_at,
     revokedAt: r.revoked_at,
   };

@@ -10,6 +10,8 @@ export type AuthenticatedClient = {
   keyId: string;
   scopes: ReadonlySet<string>;
   rateLimitPerMinute: number | null;
+  /** The client's own upload quota; null: the gateway's default. */
+  uploadBytesPerSecond: number | null;
 };
 
 export type Authenticator = (authorization: string) => Promise<AuthenticatedClient>;
@@ -66,6 +68,7 @@ export function createApiKeyAuthenticator(pool: Pool, ttlMs: number, now: () => 
       keyId: record.keyId,
       scopes: new Set(record.scopes),
       rateLimitPerMinute: record.rateLimitPerMinute,
+      uploadBytesPerSecond: record.uploadBytesPerSecond,
     };
   };
 }

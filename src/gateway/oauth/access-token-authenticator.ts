@@ -12,7 +12,7 @@ export const clockToleranceSeconds = 5;
 const jwtShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/; // an empty signature (alg none) is refused later
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-type ClientRow = { tenantId: string; rateLimitPerMinute: number | null } | null;
+type ClientRow = { tenantId: string; rateLimitPerMinute: number | null; uploadBytesPerSecond: number | null } | null;
 const maxCacheEntries = 10_000;
 
 const invalid = (message: string) => new AppError('invalid_token', message);
@@ -48,10 +48,17 @@ export function createAccessTokenAuthenticator(
     let row: ClientRow;
     try {
       const { rows } = await pool.query(
-        'SELECT tenant_id, rate_limit_per_minute FROM integration_clients WHERE id = $1',
+        'SELECT tenant_id, rate_limit_per_minute, upload_bytes_per_second FROM integration_clients WHERE id = $1',
         [clientId],
       );
-      row = rows[0] ? { tenantId: rows[0].tenant_id, rateLimitPerMinute: rows[0].rate_limit_per_minute } : null;
+      const r = rows[0];
+      row = r
+        ? {
+            tenantId: r.tenant_id,
+            rateLimitPerMinute: r.rate_limit_per_minute,
+            uploadBytesPerSecond: r.upload_bytes_per_second,
+          }
+        : null;
     } catch {
       throw unavailable('The credential store');
     }
@@ -131,6 +138,7 @@ export function createAccessTokenAuthenticator(
       keyId: `token:${String(payload.jti)}`,
       scopes: new Set(payload.scope.split(' ').filter(Boolean)),
       rateLimitPerMinute: row.rateLimitPerMinute,
+      uploadBytesPerSecond: row.uploadBytesPerSecond,
     };
   };
 }

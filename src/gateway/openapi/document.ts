@@ -191,9 +191,10 @@ function describeService(limits: DocumentLimits): string {
       'object (400 validation_failed beyond). Strings and field names must be storable text: no NUL (\\u0000) and ' +
       'no unpaired UTF-16 surrogate (400; in a batch, that target alone is rejected).',
     `- Upload quota per Integration Client: ${limits.uploadWindow.bytesPerSecond} body bytes per second on each gateway ` +
-      `replica, counted in windows of ${limits.uploadWindow.windowSeconds} s (${limits.uploadWindow.windowBytes} ` +
-      'bytes, room for the largest body). A body is charged before it is read (from Content-Length; a chunked body ' +
-      'as it is read); one that does not fit is answered 429 upload_quota_exceeded with Retry-After, unread.',
+      `replica by default (configurable per client), counted in windows of ${limits.uploadWindow.windowSeconds} s ` +
+      `(${limits.uploadWindow.windowBytes} bytes, room for the largest body; a 429's details give a client's own). ` +
+      'A body is charged before it is read (from Content-Length; a chunked body as it is read); one that does not ' +
+      'fit is answered 429 upload_quota_exceeded with Retry-After, unread.',
     `- Operations with an in-flight limit (inbound, route suggestions) count requests whose body has arrived; one ` +
       `Integration Client holds at most ${limits.inFlightClientSharePercent}% of the slots (at least one); beyond, 503 ` +
       'with Retry-After.',

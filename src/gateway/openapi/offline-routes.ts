@@ -48,5 +48,5 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
 export async function offlineDocument(routes: RouteDefinition[]): Promise<unknown> {
   const ops = routes.find((r) => r.path === '/openapi.json')!;
   const { body } = await ops.handler({} as never);
-  return body;
+  return JSON.parse(body as string) as unknown; // served as text, made once
 }

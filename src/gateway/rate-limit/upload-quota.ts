@@ -16,55 +16,77 @@ import type { RouteDefinition } from '../routes/route-definition.js';
 export type UploadWindow = { bytesPerSecond: number; windowSeconds: number; windowBytes: number };
 
 /**
- * One client's quota (an Integration Client id, or an address when unauthenticated). charge
- * throws 429 when `bytes` more would take it past the window's bytes; record counts bytes
- * already read (a chunked body), refusing its next bodies if it went past; check throws 429 when
- * it is past already (before a body of unknown length).
+ * A client's quota (an Integration Client id, or an address when unauthenticated), at its own
+ * bytesPerSecond (admin CLI `client upload-quota`) or the gateway's default. charge throws 429
+ * when `bytes` more would take it past the window's bytes; record counts bytes already read (a
+ * chunked body), refusing its next bodies if it went past; check throws 429 when it is past
+ * already (before a body of unknown length).
  */
-export type UploadQuota = (client: string) => BodyQuota;
+export type UploadQuota = (client: string, bytesPerSecond?: number | null) => BodyQuota;
 
-/** The shortest whole-second window that holds the largest body any of routes takes. */
-export function uploadWindow(
-  bytesPerSecond: number,
+/** The largest body any of routes takes (a window must hold it). */
+export const largestBody = (
   routes: readonly Pick<RouteDefinition, 'bodyLimitBytes'>[],
   defaultBodyLimitBytes: number,
-): UploadWindow {
-  const largestBody = Math.max(defaultBodyLimitBytes, ...routes.map((r) => r.bodyLimitBytes ?? 0));
-  const windowSeconds = Math.max(1, Math.ceil(largestBody / bytesPerSecond));
+) => Math.max(defaultBodyLimitBytes, ...routes.map((r) => r.bodyLimitBytes ?? 0));
+
+/** The shortest whole-second window that holds largestBodyBytes. */
+export function uploadWindow(bytesPerSecond: number, largestBodyBytes: number): UploadWindow {
+  const windowSeconds = Math.max(1, Math.ceil(largestBodyBytes / bytesPerSecond));
   return { bytesPerSecond, windowSeconds, windowBytes: bytesPerSecond * windowSeconds };
 }
 
-export function createUploadQuota({ bytesPerSecond, windowSeconds, windowBytes }: UploadWindow): UploadQuota {
-  const limiter = new RateLimiterMemory({ keyPrefix: 'upload', points: windowBytes, duration: windowSeconds });
-  const refused = (msBeforeNext: number) => {
-    const retryAfterSeconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
-    return new AppError(
-      'upload_quota_exceeded',
-      `Upload quota of ${windowBytes} body bytes per ${windowSeconds} s exceeded; retry after ${retryAfterSeconds} s.`,
-      null,
-      { bytesPerSecond, windowBytes, windowSeconds, retryAfterSeconds },
-      retryAfterSeconds,
-    );
+export function createUploadQuota(defaultBytesPerSecond: number, largestBodyBytes: number): UploadQuota {
+  // rate-limiter-flexible fixes points and duration per instance: one per distinct quota.
+  const limiters = new Map<number, { window: UploadWindow; limiter: RateLimiterMemory }>();
+  const limiterFor = (bytesPerSecond: number) => {
+    let entry = limiters.get(bytesPerSecond);
+    if (!entry) {
+      const window = uploadWindow(bytesPerSecond, largestBodyBytes);
+      const limiter = new RateLimiterMemory({
+        keyPrefix: `upload-${bytesPerSecond}`,
+        points: window.windowBytes,
+        duration: window.windowSeconds,
+      });
+      entry = { window, limiter };
+      limiters.set(bytesPerSecond, entry);
+    }
+    return entry;
   };
-  const check = async (client: string) => {
-    const seen = await limiter.get(client);
-    if (seen && seen.consumedPoints >= windowBytes) throw refused(seen.msBeforeNext);
+
+  return (client, bytesPerSecond) => {
+    const { window, limiter } = limiterFor(bytesPerSecond ?? defaultBytesPerSecond);
+    const { windowBytes, windowSeconds } = window;
+    const refused = (msBeforeNext: number) => {
+      const retryAfterSeconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
+      return new AppError(
+        'upload_quota_exceeded',
+        `Upload quota of ${windowBytes} body bytes per ${windowSeconds} s exceeded; retry after ${retryAfterSeconds} s.`,
+        null,
+        { bytesPerSecond: window.bytesPerSecond, windowBytes, windowSeconds, retryAfterSeconds },
+        retryAfterSeconds,
+      );
+    };
+    const check = async () => {
+      const seen = await limiter.get(client);
+      if (seen && seen.consumedPoints >= windowBytes) throw refused(seen.msBeforeNext);
+    };
+    return {
+      async charge(bytes) {
+        if (bytes <= 0) return check();
+        try {
+          await limiter.consume(client, bytes);
+        } catch (err) {
+          if (!(err instanceof RateLimiterRes)) throw err;
+          // A refused body does not count: the client may send it once the window has room.
+          await limiter.reward(client, bytes);
+          throw refused(err.msBeforeNext);
+        }
+      },
+      async record(bytes) {
+        if (bytes > 0) await limiter.penalty(client, bytes);
+      },
+      check,
+    };
   };
-  return (client) => ({
-    async charge(bytes) {
-      if (bytes <= 0) return check(client);
-      try {
-        await limiter.consume(client, bytes);
-      } catch (err) {
-        if (!(err instanceof RateLimiterRes)) throw err;
-        // A refused body does not count: the client may send it once the window has room.
-        await limiter.reward(client, bytes);
-        throw refused(err.msBeforeNext);
-      }
-    },
-    async record(bytes) {
-      if (bytes > 0) await limiter.penalty(client, bytes);
-    },
-    check: () => check(client),
-  });
 }

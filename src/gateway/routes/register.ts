@@ -122,7 +122,7 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     const limits = {
       limitBytes: route.bodyLimitBytes ?? deps.bodyLimitBytes,
       deadlineMs: deps.bodyReadTimeoutMs,
-      quota: deps.uploadQuota(ctx.state.client?.clientId ?? ctx.ip),
+      quota: deps.uploadQuota(ctx.state.client?.clientId ?? ctx.ip, ctx.state.client?.uploadBytesPerSecond),
     };
     if (route.parseRawBody) {
       body = await route.parseRawBody(await readRawBody(ctx, limits));
