@@ -70,10 +70,10 @@ describe('createUploadQuota', () => {
 
   it('holds a client with a quota of its own to that one', async () => {
     const forClient = quota();
-    const big = forClient('big', 3000); // 1 s windows of 3000 bytes
-    await big.charge(3000);
+    const big = forClient('big', 2000); // 2 s windows of 4000 bytes: more than the default's 3000
+    await big.charge(4000);
     const err = await refusal(big.charge(1));
-    expect(err.details).toMatchObject({ bytesPerSecond: 3000, windowBytes: 3000, windowSeconds: 1 });
+    expect(err.details).toMatchObject({ bytesPerSecond: 2000, windowBytes: 4000, windowSeconds: 2 });
     // The default still applies to the others, and to the same client without its own.
     await forClient('other').charge(3000);
     expect((await refusal(forClient('other', null).charge(1))).details).toMatchObject({ windowSeconds: 3 });
