@@ -14,6 +14,10 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 // Whether the check being made changed a value (trimmed a string): then the target's JSON as
 // sent is not its JSON as accepted. Set by text(), read by checkTarget (one check at a time).
 let trimmed = false;
+// Whether the check builds its output. A target accepted as sent is its own output, so the first
+// pass only checks (no copies, the common case); a target with text to trim is checked again,
+// building (checkTarget).
+let building = false;
 
 /** text(max): trimmed, 1 … max UTF-16 units after trimming; undefined when not. */
 function text(v: unknown, max: number): string | undefined {
@@ -42,25 +46,25 @@ const addressTexts = new Map<string, [max: number, required: boolean]>([
 
 function address(v: unknown): Checked<Obj> {
   if (!isObject(v) || !('line1' in v) || !('city' in v) || !('countryCode' in v)) return NOT_SURE;
-  const out: Obj = {};
+  const out: Obj | null = building ? {} : null;
   for (const k of Object.keys(v)) {
     const x = v[k];
     if (k === 'countryCode') {
       if (typeof x !== 'string' || !/^[A-Z]{2}$/.test(x)) return NOT_SURE;
-      out[k] = x;
+      if (out) out[k] = x;
       continue;
     }
     const rule = addressTexts.get(k);
     if (!rule) return NOT_SURE;
     if (x === null && !rule[1]) {
-      out[k] = null;
+      if (out) out[k] = null;
       continue;
     }
     const t = text(x, rule[0]);
     if (t === undefined) return NOT_SURE;
-    out[k] = t;
+    if (out) out[k] = t;
   }
-  return out;
+  return out ?? v;
 }
 
 function coordinates(v: unknown): Checked<Obj> {
@@ -68,6 +72,7 @@ function coordinates(v: unknown): Checked<Obj> {
   const keys = Object.keys(v);
   if (keys.length !== 2 || !('latitude' in v) || !('longitude' in v)) return NOT_SURE;
   if (!numberIn(v.latitude, -90, 90) || !numberIn(v.longitude, -180, 180)) return NOT_SURE;
+  if (!building) return v;
   return keys[0] === 'latitude'
     ? { latitude: v.latitude, longitude: v.longitude }
     : { longitude: v.longitude, latitude: v.latitude };
@@ -83,34 +88,38 @@ const instantPattern: RegExp = (() => {
 
 function timeWindows(v: unknown): Checked<Obj[]> {
   if (!Array.isArray(v) || v.length > maxTimeWindows) return NOT_SURE;
-  const out: Obj[] = [];
+  const out: Obj[] | null = building ? [] : null;
   for (const w of v) {
     if (!isObject(w) || Object.keys(w).length !== 2) return NOT_SURE;
     const { start, end } = w;
     if (typeof start !== 'string' || typeof end !== 'string') return NOT_SURE;
     if (!instantPattern.test(start) || !instantPattern.test(end)) return NOT_SURE;
     if (!instantInRange(start) || !instantInRange(end) || !(Date.parse(end) > Date.parse(start))) return NOT_SURE;
-    out.push(Object.keys(w)[0] === 'start' ? { start, end } : { end, start });
+    out?.push(Object.keys(w)[0] === 'start' ? { start, end } : { end, start });
   }
-  return out;
+  return out ?? (v as Obj[]);
 }
 
 function tags(v: unknown): Checked<string[]> {
   if (!Array.isArray(v) || v.length > maxTags) return NOT_SURE;
-  const out: string[] = [];
+  const out: string[] | null = building ? [] : null;
   for (const tag of v) {
     const t = text(tag, 50);
     if (t === undefined) return NOT_SURE;
-    out.push(t);
+    out?.push(t);
   }
-  return out;
+  return out ?? (v as string[]);
 }
 
 function metadata(v: unknown): Checked<Obj> {
   if (!isObject(v)) return NOT_SURE;
   const keys = Object.keys(v);
   if (keys.length > maxMetadataKeys) return NOT_SURE;
-  const out: Obj = {};
+  const out: Obj | null = building ? {} : null;
+  // An upper bound of its JSON's UTF-8 bytes (a UTF-16 unit is at most 6 bytes, as a \u escape;
+  // a number, true, false or null at most 25 characters): within the limit, the exact size need
+  // not be computed.
+  let boundBytes = 2;
   for (const k of keys) {
     if (k.length < 1 || k.length > 100 || k === '__proto__') return NOT_SURE;
     const x = v[k];
@@ -120,10 +129,11 @@ function metadata(v: unknown): Checked<Obj> {
       (typeof x === 'number' && Number.isFinite(x)) ||
       (typeof x === 'string' && x.length <= 1000);
     if (!ok) return NOT_SURE;
-    out[k] = x;
+    boundBytes += 6 * k.length + 4 + (typeof x === 'string' ? 6 * x.length + 2 : 32);
+    if (out) out[k] = x;
   }
-  if (Buffer.byteLength(JSON.stringify(out)) > maxMetadataBytes) return NOT_SURE;
-  return out;
+  if (boundBytes > maxMetadataBytes && Buffer.byteLength(JSON.stringify(v)) > maxMetadataBytes) return NOT_SURE;
+  return out ?? v;
 }
 
 const targetFields = new Map<string, (v: unknown) => Checked<unknown>>([
@@ -144,28 +154,39 @@ export type CheckedTarget = {
 
 /** targetItemSchema's output for a target it accepts, when this check is sure of it; else undefined. */
 export function checkTarget(v: unknown): CheckedTarget | undefined {
-  if (!isObject(v)) return undefined;
+  building = false;
   trimmed = false;
-  const out: Obj = {};
+  const sure = check(v);
+  if (sure === undefined || !trimmed) return sure && { target: sure as TargetFields, asSent: true };
+  building = true;
+  const built = check(v);
+  building = false;
+  return built && { target: built as TargetFields, asSent: false };
+}
+
+/** The target as accepted (itself, unless building), or undefined when not sure. */
+function check(v: unknown): Obj | undefined {
+  if (!isObject(v)) return undefined;
+  const out: Obj | null = building ? {} : null;
   for (const k of Object.keys(v)) {
     const x = v[k];
     if (k === 'externalId' || k === 'name') {
       const t = text(x, k === 'name' ? 200 : 100);
       if (t === undefined) return undefined;
-      out[k] = t;
+      if (out) out[k] = t;
       continue;
     }
-    const check = targetFields.get(k);
-    if (!check) return undefined;
+    const field = targetFields.get(k);
+    if (!field) return undefined;
     if (x === null) {
-      out[k] = null;
+      if (out) out[k] = null;
       continue;
     }
-    const checked = check(x);
+    const checked = field(x);
     if (checked === NOT_SURE) return undefined;
-    out[k] = checked;
+    if (out) out[k] = checked;
   }
-  if (out.externalId === undefined || out.name === undefined) return undefined;
-  if (out.address == null && out.coordinates == null) return undefined;
-  return { target: out as TargetFields, asSent: !trimmed };
+  if (!('externalId' in v) || !('name' in v)) return undefined;
+  if (v.address == null && v.coordinates == null) return undefined;
+  return out ?? v;
 }
