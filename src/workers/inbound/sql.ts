@@ -10,28 +10,29 @@ export const claimChunk = `
 
 /**
  * One statement for the whole chunk, reading the targets from the chunk message's own JSON text
- * ($4), so the worker never rebuilds them as parameters. The last item of an external id wins;
- * rows go in external-id order (byte order), so chunks of different partitions applied side by
- * side lock shared rows in the same order and wait for each other instead of deadlocking. A row
- * only takes data from a later (job, item). JSON null reads as SQL NULL, as the gateway sent it.
+ * ($4), so the worker never rebuilds them as parameters; jsonb_to_record takes each target's
+ * fields apart in one pass (JSON null reads as SQL NULL, as the gateway sent it). The last item
+ * of an external id wins; rows go in external-id order (byte order), so chunks of different
+ * partitions applied side by side lock shared rows in the same order and wait for each other
+ * instead of deadlocking. A row only takes data from a later (job, item).
  */
 export const upsertTargets = `
   WITH items AS (
-    SELECT DISTINCT ON (e->'target'->>'externalId' COLLATE "C") e->'target' AS t, (e->>'index')::int AS item_index
-      FROM jsonb_array_elements($4::jsonb->'payload'->'items') AS e
-     ORDER BY e->'target'->>'externalId' COLLATE "C", (e->>'index')::int DESC
+    SELECT DISTINCT ON (t."externalId" COLLATE "C") t.*, e."index" AS item_index
+      FROM jsonb_to_recordset($4::jsonb->'payload'->'items') AS e("index" int, target jsonb),
+           jsonb_to_record(e.target) AS t("externalId" text, name text, address jsonb, coordinates jsonb,
+                                          "timeWindows" jsonb, "serviceDurationMinutes" int, priority int,
+                                          tags text[], metadata jsonb)
+     ORDER BY t."externalId" COLLATE "C", e."index" DESC
   )
   INSERT INTO targets AS t (tenant_id, source_system, external_id, name, address, latitude, longitude, time_windows,
                             service_duration_minutes, priority, tags, metadata, last_import_job_id, last_item_index)
-  SELECT $1, $2, i.t->>'externalId', i.t->>'name', nullif(i.t->'address', 'null'),
-         (i.t->'coordinates'->>'latitude')::float8, (i.t->'coordinates'->>'longitude')::float8,
-         coalesce(nullif(i.t->'timeWindows', 'null'), '[]'), (i.t->>'serviceDurationMinutes')::int,
-         (i.t->>'priority')::int,
-         CASE WHEN jsonb_typeof(i.t->'tags') = 'array'
-              THEN ARRAY(SELECT jsonb_array_elements_text(i.t->'tags')) ELSE '{}' END,
-         coalesce(nullif(i.t->'metadata', 'null'), '{}'), $3, i.item_index
+  SELECT $1, $2, i."externalId", i.name, i.address,
+         (i.coordinates->>'latitude')::float8, (i.coordinates->>'longitude')::float8,
+         coalesce(i."timeWindows", '[]'), i."serviceDurationMinutes", i.priority, coalesce(i.tags, '{}'),
+         coalesce(i.metadata, '{}'), $3, i.item_index
     FROM items AS i
-   ORDER BY i.t->>'externalId' COLLATE "C"
+   ORDER BY i."externalId" COLLATE "C"
   ON CONFLICT (tenant_id, source_system, external_id) DO UPDATE SET
     name = EXCLUDED.name, address = EXCLUDED.address, latitude = EXCLUDED.latitude, longitude = EXCLUDED.longitude,
     time_windows = EXCLUDED.time_windows, service_duration_minutes = EXCLUDED.service_duration_minutes,
