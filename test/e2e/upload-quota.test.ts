@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bearer, createClientWithKey, setUploadQuota } from '../support/fixtures.js';
+import { formMediaType } from '../../src/gateway/http/body.js';
+import { tokenPath } from '../../src/gateway/oauth/routes.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
 import { scaled } from '../support/time-scale.js';
@@ -133,6 +135,18 @@ describe('the upload quota', () => {
     expect(answers.filter((r) => r.status !== 429 && r.status !== 200)).toEqual([]);
     expect(answers.find((r) => r.status === 429)!.code).toBe('upload_quota_exceeded');
     expect(await importJobCount(client.clientId)).toBe(answers.filter((r) => r.status === 200).length);
+  });
+
+  it('answers the token endpoint in its own error shape (slow_down) past the quota', async () => {
+    // Form bodies near the endpoint's 8 KiB limit, from one address: twelve fill a window of 96 KiB.
+    const form = `grant_type=client_credentials&scope=appointments.read&pad=${'x'.repeat(7900)}`;
+    const answers = await untilRefused(
+      () => suite.api.post(tokenPath, { headers: { 'content-type': formMediaType }, rawBody: form }),
+      16,
+    );
+    const refused = answers.find((r) => r.status === 429)!;
+    expect(refused.body).toMatchObject({ error: 'slow_down' });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
 
   it('answers a body past the size limit 413, not 429', async () => {

@@ -80,16 +80,22 @@ export function oauthRoutes(
         },
         429: {
           description:
-            'slow_down: too many token requests from this source address or for this client (RFC 6749 §5.2 body, ' +
+            'slow_down: too many token requests (or body bytes, past the upload quota) from this source address or ' +
+            'for this client (RFC 6749 §5.2 body, ' +
             'the code RFC 8628 registers for token responses; not the standard shape). Retry after Retry-After seconds.',
           schema: oauthErrorSchema,
           headers: { 'Retry-After': z.string().meta({ description: 'Seconds to wait before asking again.' }) },
         },
       },
       responseMediaTypes: ['application/json'],
-      // A body refused before the handler (not UTF-8, NUL, …) is an RFC 6749 invalid_request too.
+      // A body refused before the handler (not UTF-8, NUL, …) is an RFC 6749 invalid_request too,
+      // and one past the address's upload quota a slow_down.
       errorBody: (err, status) =>
-        status === 400 ? { error: 'invalid_request', error_description: err.message } : undefined,
+        status === 400
+          ? { error: 'invalid_request', error_description: err.message }
+          : status === 429
+            ? { error: 'slow_down', error_description: err.message }
+            : undefined,
       async handler({ body, header, remoteAddress }) {
         try {
           await deps.throttle.address(remoteAddress);
