@@ -131,7 +131,8 @@ describe('the upload quota', () => {
       const res = await chunked(text);
       return { status: res.status, code: ((await res.json()) as { error?: { code: string } }).error?.code };
     }, 3);
-    expect(answers[0]!.status).toBe(200);
+    // Side by side, any of a burst may be read first; one read first is let in.
+    expect(answers.some((r) => r.status === 200)).toBe(true);
     expect(answers.filter((r) => r.status !== 429 && r.status !== 200)).toEqual([]);
     expect(answers.find((r) => r.status === 429)!.code).toBe('upload_quota_exceeded');
     expect(await importJobCount(client.clientId)).toBe(answers.filter((r) => r.status === 200).length);

@@ -71,6 +71,50 @@ async function valuesIn(topic: string, expected: number): Promise<Set<string>> {
   return seen;
 }
 
+const rounds = 6;
+const sendsPerRound = 6;
+
+/**
+ * rounds of sendsPerRound sends made side by side, one produce response withheld in each round;
+ * then checks the fault happened every round and that every acknowledged send is in the topic.
+ * send resolves once its value is acknowledged.
+ */
+async function expectNoAcknowledgedSendLost(
+  topic: string,
+  valueBytes: number,
+  send: (value: Buffer) => Promise<unknown>,
+): Promise<void> {
+  const acked: string[] = [];
+  const droppedBefore = proxy.dropped();
+  for (let round = 0; round < rounds; round++) {
+    await eventually(() => (bus.available() ? true : undefined), 60_000, 'the broker known reachable again');
+    proxy.dropNextProduceResponse();
+    const sends = Array.from({ length: sendsPerRound }, (_, i) => {
+      const id = `round-${round}-send-${i}`;
+      const value = Buffer.alloc(valueBytes, '.');
+      value.write(id.padEnd(40, ' '), 'latin1'); // what valuesIn reads back
+      return send(value).then(() => id);
+    });
+    for (const outcome of await Promise.allSettled(sends))
+      if (outcome.status === 'fulfilled') acked.push(outcome.value);
+    await eventually(() => (proxy.dropped() > droppedBefore + round ? true : undefined), 60_000, 'the drop');
+  }
+  // The fault happened: a response was withheld in every round.
+  expect(proxy.dropped() - droppedBefore).toBe(rounds);
+  expect(acked.length, 'sends acknowledged').toBeGreaterThan(0);
+
+  const inTopic = await valuesIn(topic, acked.length);
+  const lost = acked.filter((id) => !inTopic.has(id.padEnd(40, ' ')));
+  expect(lost, `acknowledged sends missing from the topic (of ${acked.length} acknowledged)`).toEqual([]);
+}
+
+async function newTopic(prefix: string): Promise<string> {
+  const topic = uniqueName(prefix);
+  bus.declareTopics([{ topic, partitions: 1 }]);
+  await bus.ensureTopics([{ topic, partitions: 1 }]);
+  return topic;
+}
+
 describe.each([
   ['small sends (the event loop producer)', 100],
   ['large sends (the producer thread)', 80 * 1024],
@@ -78,32 +122,10 @@ describe.each([
   it(
     'loses no acknowledged send of those waiting behind it',
     async () => {
-      const topic = uniqueName('lost-ack');
-      bus.declareTopics([{ topic, partitions: 1 }]);
-      await bus.ensureTopics([{ topic, partitions: 1 }]);
-      const acked: string[] = [];
-      const rounds = 6;
-      const sendsPerRound = 6;
-      const droppedBefore = proxy.dropped();
-      for (let round = 0; round < rounds; round++) {
-        await eventually(() => (bus.available() ? true : undefined), 60_000, 'the broker known reachable again');
-        proxy.dropNextProduceResponse();
-        const sends = Array.from({ length: sendsPerRound }, (_, i) => {
-          const id = `round-${round}-send-${i}`;
-          const value = Buffer.alloc(valueBytes, '.');
-          value.write(id.padEnd(40, ' '), 'latin1');
-          return bus.produce(topic, [{ key: 'one-partition', value }]).then(() => id);
-        });
-        for (const outcome of await Promise.allSettled(sends))
-          if (outcome.status === 'fulfilled') acked.push(outcome.value);
-      }
-      // The fault happened: a response was withheld in every round.
-      expect(proxy.dropped() - droppedBefore).toBe(rounds);
-      expect(acked.length, 'sends acknowledged').toBeGreaterThan(0);
-
-      const inTopic = await valuesIn(topic, acked.length);
-      const lost = acked.filter((id) => !inTopic.has(id.padEnd(40, ' ')));
-      expect(lost, `acknowledged sends missing from the topic (of ${acked.length} acknowledged)`).toEqual([]);
+      const topic = await newTopic('lost-ack');
+      await expectNoAcknowledgedSendLost(topic, valueBytes, (value) =>
+        bus.produce(topic, [{ key: 'one-partition', value }]),
+      );
     },
     scaled(300_000),
   );
@@ -119,40 +141,20 @@ describe.each([
   it(
     'loses no acknowledged send',
     async () => {
-      const topic = uniqueName('lost-ack-candidate');
-      bus.declareTopics([{ topic, partitions: 1 }]);
-      await bus.ensureTopics([{ topic, partitions: 1 }]);
+      const topic = await newTopic('lost-ack-candidate');
       const producer = new Producer({
         clientId: uniqueName('candidate'),
         bootstrapBrokers: [`127.0.0.1:${proxy.port}`],
         idempotent: true, // acks=all
         timeout: scaled(10_000),
       });
-      const acked: string[] = [];
-      const droppedBefore = proxy.dropped();
       try {
-        for (let round = 0; round < 6; round++) {
-          proxy.dropNextProduceResponse();
-          const sends = Array.from({ length: 6 }, (_, i) => {
-            const id = `round-${round}-send-${i}`;
-            const value = Buffer.alloc(valueBytes, '.');
-            value.write(id.padEnd(40, ' '), 'latin1');
-            return producer.send({ messages: [{ topic, key: Buffer.from('one-partition'), value }] }).then(() => id);
-          });
-          for (const outcome of await Promise.allSettled(sends))
-            if (outcome.status === 'fulfilled') acked.push(outcome.value);
-          await eventually(() => (proxy.dropped() > droppedBefore + round ? true : undefined), 60_000, 'the drop');
-        }
+        await expectNoAcknowledgedSendLost(topic, valueBytes, (value) =>
+          producer.send({ messages: [{ topic, key: Buffer.from('one-partition'), value }] }),
+        );
       } finally {
         await producer.close();
       }
-      expect(proxy.dropped() - droppedBefore).toBe(6);
-      expect(acked.length, 'sends acknowledged').toBeGreaterThan(0);
-      const inTopic = await valuesIn(topic, acked.length);
-      expect(
-        acked.filter((id) => !inTopic.has(id.padEnd(40, ' '))),
-        'acknowledged sends missing',
-      ).toEqual([]);
     },
     scaled(300_000),
   );

@@ -119,15 +119,16 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     const params = route.params ? parseOrThrow(route.params, ctx.params, 'path') : undefined;
     const query = route.query ? parseOrThrow(route.query, ctx.query, 'query') : undefined;
     let body: unknown;
-    const limits = {
+    // Only routes that take a body (most requests are reads) look up the client's upload quota.
+    const limits = () => ({
       limitBytes: route.bodyLimitBytes ?? deps.bodyLimitBytes,
       deadlineMs: deps.bodyReadTimeoutMs,
       quota: deps.uploadQuota(ctx.state.client?.clientId ?? ctx.ip, ctx.state.client?.uploadBytesPerSecond),
-    };
+    });
     if (route.parseRawBody) {
-      body = await route.parseRawBody(await readRawBody(ctx, limits));
+      body = await route.parseRawBody(await readRawBody(ctx, limits()));
     } else if (route.body || route.parseBody) {
-      const raw = await readJsonBody(ctx, limits, route.requestMediaTypes);
+      const raw = await readJsonBody(ctx, limits(), route.requestMediaTypes);
       const { items, elsewhere } = splitByItem(raw.unstorable, route.itemsField);
       if (elsewhere.length > 0) {
         const errors: FieldErrors = Object.create(null);
