@@ -45,6 +45,7 @@ import type { LoadParams, LoadResult } from './lib/load.js';
 import {
   brokerPid,
   cpuSeconds,
+  threadCpuSeconds,
   machineCores,
   phaseCpu,
   readMemory,
@@ -65,6 +66,19 @@ const envInt = (name: string, def: number, min = 1) => {
     throw new Error(`${name} must be an integer ≥ ${min}, not ${JSON.stringify(raw)}`);
   return n;
 };
+
+/** The gateway's threads the table names; the rest (V8's, libuv's) count as other. */
+const gatewayThreadNames = ['event loop', 'batch-parse', 'kafka-producer', 'other'];
+
+/** CPU seconds each named thread used between two readings, the unnamed ones summed as other. */
+function threadDelta(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, seconds] of after) {
+    const key = gatewayThreadNames.includes(name) ? name : 'other';
+    out[key] = (out[key] ?? 0) + seconds - (before.get(name) ?? 0);
+  }
+  return out;
+}
 
 const opts = {
   batches: envInt('BENCH_BATCHES', 200),
@@ -232,6 +246,7 @@ async function run() {
   const peakReset = resetPeak(gateway.pid);
   const memA = sampleMemory(gateway.pid);
   const gatewayCpu0 = cpuSeconds(gateway.pid);
+  const gatewayThreads0 = threadCpuSeconds(gateway.pid);
   const cpuA = phaseCpu(broker, dbName);
   cpuA.track(gateway.pid);
   log(`A: gateway at ${url} (pid ${gateway.pid}, idle RSS ${idle?.rssMiB.toFixed(0)} MiB)`);
@@ -256,6 +271,7 @@ async function run() {
   );
   const aCpu = cpuA.end([gateway.pid]);
   const gatewayCpuA = cpuSeconds(gateway.pid) - gatewayCpu0;
+  const gatewayThreadsA = threadDelta(gatewayThreads0, threadCpuSeconds(gateway.pid));
   const aMem = memA.stop();
   log(
     `A: ${a.targetsPerSecond} targets/s, statuses ${JSON.stringify(a.statuses)}, peak RSS ${aMem.peakHwmMiB.toFixed(0)} MiB`,
@@ -285,6 +301,9 @@ async function run() {
   );
   await workers.waitFor(/workers: running/);
   const readyAt = Date.now();
+  // From here: the process's start (loading and compiling its modules, about 2 CPU seconds) is not
+  // the apply's cost.
+  const workerCpuAtReady = cpuSeconds(workers.pid);
   const bDeadline = Date.now() + phaseTimeoutMs;
   let progress: {
     final: number;
@@ -312,7 +331,7 @@ async function run() {
   }
   const doneAt = Date.now();
   const bCpu = cpuB.end([workers.pid]);
-  const workerCpu = cpuSeconds(workers.pid);
+  const workerCpu = cpuSeconds(workers.pid) - workerCpuAtReady;
   const workerMem = readMemory(workers.pid);
   await workers.stop();
   workers = null;
@@ -450,6 +469,9 @@ async function run() {
     },
     A: {
       gateway: round((gatewayCpuA * 1e6) / aTargets, 1),
+      gatewayThreads: Object.fromEntries(
+        Object.entries(gatewayThreadsA).map(([name, seconds]) => [name, round((seconds * 1e6) / aTargets, 1)]),
+      ),
       broker: per1000(aCpu.brokerCores, aCpu.wallSeconds, aTargets),
       postgres: per1000(aCpu.postgresCores, aCpu.wallSeconds, aTargets),
     },
@@ -538,6 +560,12 @@ async function run() {
       `${fmt(cpuPer1000.A.gateway, 1)} / ${fmt(cpuPer1000.A.broker, 1)} / ${fmt(cpuPer1000.A.postgres, 1)}`,
       'ms',
       `gateway / broker / PostgreSQL${cpuPer1000.A.gateway <= aims.gatewayCpuMsPer1000 ? '' : `  (gateway aim ${aims.gatewayCpuMsPer1000})`}; A0 producer ${fmt(cpuPer1000.A0.producer, 1)}`,
+    ],
+    [
+      'A  gateway CPU by thread',
+      gatewayThreadNames.map((n) => fmt(cpuPer1000.A.gatewayThreads[n] ?? 0, 1)).join(' / '),
+      'ms',
+      `${gatewayThreadNames.join(' / ')} (per 1,000 targets)`,
     ],
     [
       'A  request latency p50/p95/p99',

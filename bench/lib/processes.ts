@@ -144,6 +144,32 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/**
+ * CPU seconds so far of a process's threads, summed by thread name (the gateway names its bulk
+ * threads: batch-parse, kafka-producer; the event loop's thread is the one named after the
+ * process). Threads that exited are not counted.
+ */
+export function threadCpuSeconds(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = tid === String(pid) ? 'event loop' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
 /** The whole machine's busy and total CPU time so far (seconds summed over cores), from /proc/stat. */
 export function machineCpu(): { busy: number; total: number } {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;

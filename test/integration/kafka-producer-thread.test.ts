@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { InboundMessage } from '../../src/shared/kafka/bus.js';
 import { isBrokerUnreachable } from '../../src/shared/kafka/availability.js';
@@ -11,6 +12,13 @@ const brokers = inject('kafkaBrokers').split(',');
 const bus = testBus();
 const log = createLogger('silent', 'test-producer-thread');
 afterAll(() => bus.close());
+
+/** The nice values of this process's threads of that name (Linux). */
+const threadNice = (name: string) =>
+  readdirSync('/proc/self/task')
+    .map((tid) => readFileSync(`/proc/self/task/${tid}/stat`, 'utf8'))
+    .filter((stat) => stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === name)
+    .map((stat) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
 
 describe('the Kafka producer thread', () => {
   it('delivers what it is given, bytes handed over or copied, in order per key', async () => {
@@ -27,6 +35,8 @@ describe('the Kafka producer thread', () => {
     const expected = sent.map((m) => Buffer.from(m.value).toString());
     await producer.send(topic, sent.slice(0, 6), Date.now() + 60_000);
     await producer.send(topic, sent.slice(6), Date.now() + 60_000);
+    // The thread is named for operators (`top -H`) and runs at nice 10 (src/shared/bulk-thread.ts).
+    if (process.platform === 'linux') expect(threadNice('kafka-producer')).toEqual([10]);
     await producer.close();
 
     const received: InboundMessage[] = [];

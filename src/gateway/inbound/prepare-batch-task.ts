@@ -2,13 +2,13 @@
 // as data, so the caller answers it like any other; anything else is a failure of the task.
 import { Piscina } from 'piscina';
 import { AppError } from '../../shared/errors.js';
-import { yieldCpuToEventLoop } from '../../shared/thread-priority.js';
+import { startBulkThread } from '../../shared/bulk-thread.js';
 import { prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-batch.js';
 
 export type SerialisedAppError = Pick<AppError, 'code' | 'message' | 'fieldErrors' | 'details' | 'retryAfterSeconds'>;
 export type PrepareReply = { ok: true; batch: PreparedBatch } | { ok: false; error: SerialisedAppError };
 
-yieldCpuToEventLoop(); // this module runs in parse threads only
+startBulkThread('batch-parse'); // this module runs in parse threads only
 
 /** Bytes that own their whole ArrayBuffer (small Buffers are slices of a shared pool: copied). */
 const owning = (bytes: Uint8Array): Uint8Array =>

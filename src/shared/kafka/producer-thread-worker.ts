@@ -4,13 +4,13 @@
 // to the owning thread as data.
 import { parentPort, workerData } from 'node:worker_threads';
 import { Kafka, logLevel } from 'kafkajs';
-import { yieldCpuToEventLoop } from '../thread-priority.js';
+import { startBulkThread } from '../bulk-thread.js';
 import type { SendReply, SendRequest, SerialisedError, ThreadLog } from './producer-thread.js';
 import { createSerialProducer, durableProducer } from './serial-producer.js';
 import { kafkaClientOptions, type KafkaSecurity } from './client-security.js';
 import { ourLevel } from './kafkajs-logging.js';
 
-yieldCpuToEventLoop();
+startBulkThread('kafka-producer');
 
 const { brokers, clientId, security } = workerData as { brokers: string[]; clientId: string; security: KafkaSecurity };
 const port = parentPort!;
