@@ -4,17 +4,9 @@ import { PermanentMessageError } from './permanent-error.js';
 
 /** Decodes a message with its zod schema; anything undecodable is permanent (dead-lettered at once). */
 export function decodeMessage<S extends z.ZodType>(message: InboundMessage, schema: S): z.output<S> {
-  return decodeText(messageText(message), schema);
-}
-
-/** The message's value as text (UTF-8). */
-export const messageText = (message: InboundMessage): string => message.value?.toString('utf8') ?? '';
-
-/** decodeMessage of a value already read as text. */
-export function decodeText<S extends z.ZodType>(text: string, schema: S): z.output<S> {
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = JSON.parse(message.value?.toString('utf8') ?? '');
   } catch {
     throw new PermanentMessageError('message value is not JSON');
   }

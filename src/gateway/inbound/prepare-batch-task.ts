@@ -17,11 +17,11 @@ const owning = (bytes: Uint8Array): Uint8Array =>
 export default function prepareBatchTask(task: { bytes: Uint8Array; limits: BatchLimits }) {
   try {
     const batch = prepareBatch(task.bytes, task.limits);
-    const chunks = batch.chunks.map(owning);
+    const chunks = batch.chunks.map((c) => ({ items: c.items, bytes: owning(c.bytes) }));
     const reply: PrepareReply = { ok: true, batch: { ...batch, chunks } };
     // The chunks (up to the body's size) are handed over, not copied by the event loop.
     return Piscina.move({
-      [Piscina.transferableSymbol]: chunks.map((c) => c.buffer),
+      [Piscina.transferableSymbol]: chunks.map((c) => c.bytes.buffer),
       [Piscina.valueSymbol]: reply,
     } as unknown as ArrayBuffer);
   } catch (err) {

@@ -4,7 +4,7 @@ import { targetItemSchema } from '../../shared/inbound/target-schema.js';
 import { requestHashWithItems } from '../../shared/request-hash.js';
 import { parseJsonBytes, splitByItem } from '../http/json-text.js';
 import { fieldName, parseOrThrow } from '../http/validate.js';
-import { cutIntoChunks } from './chunks.js';
+import { cutIntoChunks, type Chunk } from './chunks.js';
 import { batchEnvelopeSchema } from './schemas.js';
 import { validateTargets } from './validate-targets.js';
 
@@ -21,7 +21,7 @@ export type PreparedBatch = {
   errors: { index: number; externalId: string | null; field: string | null; message: string }[];
   errorsOmitted: number;
   /** The accepted targets' JSON texts, cut into Kafka-sized chunks (see cutIntoChunks). */
-  chunks: Uint8Array[];
+  chunks: Chunk[];
 };
 
 /**

@@ -17,19 +17,38 @@ const gatewayValidatedTarget = z.custom<TargetFields>(
   { message: 'target must be an object with an externalId' },
 );
 
-export const chunkPayloadSchema = z.object({
+const chunkIdentity = {
   importJobId: z.string().regex(/^\d+$/),
   sourceSystem: z.string(),
   chunkIndex: z.number().int().min(0),
   chunkCount: z.number().int().min(1),
+  /**
+   * How many items `items` holds. Written by gateways since 2026-11-25 (optional, so chunks an
+   * earlier gateway produced still decode): a worker that has it applies the chunk without parsing
+   * its items (PostgreSQL reads them, and the count they make must be this one).
+   */
+  itemCount: z.number().int().min(1).optional(),
+};
+
+export const chunkPayloadSchema = z.object({
+  ...chunkIdentity,
   /** Each accepted target with its index in the request (0-based; 0 for a single target). */
   items: z.array(z.object({ index: z.number().int().min(0), target: gatewayValidatedTarget })).min(1),
 });
 
 export type ChunkPayload = z.infer<typeof chunkPayloadSchema>;
 
-export const chunkMessageSchema = envelopeSchema.extend({
+const chunkEnvelope = envelopeSchema.extend({
   type: z.literal(chunkMessageType),
   version: z.literal(chunkMessageVersion),
-  payload: chunkPayloadSchema,
+});
+
+export const chunkMessageSchema = chunkEnvelope.extend({ payload: chunkPayloadSchema });
+
+/**
+ * A chunk message read without its items (see src/workers/inbound/decode-chunk.ts): `items` is
+ * the empty array spliced in for them, and the item count is required.
+ */
+export const chunkHeaderSchema = chunkEnvelope.extend({
+  payload: z.object({ ...chunkIdentity, itemCount: z.number().int().min(1), items: z.array(z.never()).length(0) }),
 });

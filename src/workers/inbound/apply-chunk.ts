@@ -4,7 +4,8 @@ import type { ChunkPayload } from '../../shared/inbound/chunk-message.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import type { Envelope } from '../../shared/messages.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
-import { claimChunk, finishChunk, lockJob, upsertTargets } from './sql.js';
+import { checkItemCount, type ChunkToApply } from './decode-chunk.js';
+import { claimChunk, finishChunk, jsonbBinary, lockJob, upsertTargets } from './sql.js';
 
 type Chunk = Envelope<ChunkPayload>;
 export type ChunkOutcome = 'applied' | 'duplicate' | 'orphan';
@@ -13,23 +14,29 @@ export type ChunkOutcome = 'applied' | 'duplicate' | 'orphan';
  * Applies one chunk in one transaction: lock the job, claim the chunk in the ledger (a
  * redelivered chunk finds its claim and changes nothing), upsert its targets, count it.
  * A crash anywhere before COMMIT leaves no trace; after it, the claim makes redelivery a no-op.
- * `messageText` is the chunk message as received (its decoded form is `chunk`): PostgreSQL reads
- * the targets from it.
+ * PostgreSQL reads the targets from the message's bytes; a chunk whose items do not number what
+ * it says is refused (permanent) before COMMIT.
  */
 export async function applyChunk(
   pool: Pool,
-  chunk: Chunk,
-  messageText: string,
+  chunk: ChunkToApply,
   awaitJob: (load: () => Promise<unknown>) => Promise<unknown>,
 ): Promise<ChunkOutcome> {
-  const { importJobId, chunkIndex, items, sourceSystem } = chunk.payload;
+  const { header, itemCount } = chunk;
+  const { importJobId, chunkIndex, sourceSystem } = header.payload;
   return inTransaction(pool, async (tx) => {
-    const job = await awaitJob(async () => (await tx.query(lockJob, [importJobId, chunk.tenantId])).rows[0] ?? null);
+    const job = await awaitJob(async () => (await tx.query(lockJob, [importJobId, header.tenantId])).rows[0] ?? null);
     if (!job) return 'orphan';
-    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, items.length, 0]);
+    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
     if (claimed.rowCount === 0) return 'duplicate';
-    await tx.query(upsertTargets, [chunk.tenantId, sourceSystem, importJobId, messageText]);
-    const finished = await tx.query(finishChunk, [importJobId, items.length, 0, null, null, maxStoredItemErrors]);
+    const upserted = await tx.query<{ item_count: number }>(upsertTargets, [
+      header.tenantId,
+      sourceSystem,
+      importJobId,
+      jsonbBinary(chunk.value),
+    ]);
+    checkItemCount(chunk, upserted.rows[0]!.item_count);
+    const finished = await tx.query(finishChunk, [importJobId, itemCount, 0, null, null, maxStoredItemErrors]);
     await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
     return 'applied';
   });

@@ -1,11 +1,12 @@
 import { chunkMessageSchema } from '../../shared/inbound/chunk-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
-import { decodeMessage, decodeText, messageText } from '../decode.js';
+import { decodeMessage } from '../decode.js';
 import { edgeWriterDone } from '../../shared/edge-lock.js';
 import { awaitEdgeRecord } from '../edge-record.js';
 import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { applyChunk, failChunk } from './apply-chunk.js';
+import { decodeChunk } from './decode-chunk.js';
 
 /** Applies inbound target chunks into `targets` and advances their import jobs. */
 export const inboundWorker: WorkerKind = {
@@ -18,24 +19,20 @@ export const inboundWorker: WorkerKind = {
       messages,
       ctx,
       async (message) => {
-        const text = messageText(message);
-        const chunk = decodeText(text, chunkMessageSchema);
-        const outcome = await applyChunk(deps.pool, chunk, text, (load) =>
+        const chunk = decodeChunk(message);
+        const { importJobId, chunkIndex } = chunk.header.payload;
+        const outcome = await applyChunk(deps.pool, chunk, (load) =>
           awaitEdgeRecord(
             load,
-            chunk.producedAt,
+            chunk.header.producedAt,
             deps.config.orphanGraceMs,
             ctx.heartbeat,
             log,
-            `import job ${chunk.payload.importJobId}`,
-            () => edgeWriterDone(deps.pool, chunk.payload.importJobId),
+            `import job ${importJobId}`,
+            () => edgeWriterDone(deps.pool, importJobId),
           ),
         );
-        if (outcome !== 'applied')
-          log.debug(
-            { importJobId: chunk.payload.importJobId, chunk: chunk.payload.chunkIndex, outcome },
-            'chunk skipped',
-          );
+        if (outcome !== 'applied') log.debug({ importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
       },
       log,
     );

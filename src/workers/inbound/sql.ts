@@ -9,36 +9,48 @@ export const claimChunk = `
   VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING chunk_index`;
 
 /**
- * One statement for the whole chunk, reading the targets from the chunk message's own JSON text
- * ($4), so the worker never rebuilds them as parameters; jsonb_to_record takes each target's
- * fields apart in one pass (JSON null reads as SQL NULL, as the gateway sent it). The last item
- * of an external id wins; rows go in external-id order (byte order), so chunks of different
- * partitions applied side by side lock shared rows in the same order and wait for each other
- * instead of deadlocking. A row only takes data from a later (job, item).
+ * One statement for the whole chunk, reading the targets from the chunk message's own bytes ($4,
+ * jsonb in binary form: a version byte, then the JSON text), so the worker neither parses them
+ * nor rebuilds them as parameters; jsonb_to_record takes each target's fields apart in one pass
+ * (JSON null reads as SQL NULL, as the gateway sent it). The last item of an external id wins;
+ * rows go in external-id order (byte order), so chunks of different partitions applied side by
+ * side lock shared rows in the same order and wait for each other instead of deadlocking. A row
+ * only takes data from a later (job, item). Returns how many items it read (item_count), which
+ * the worker checks against the count the message named before it commits.
  */
 export const upsertTargets = `
-  WITH items AS (
-    SELECT DISTINCT ON (t."externalId" COLLATE "C") t.*, e."index" AS item_index
+  WITH all_items AS MATERIALIZED (
+    SELECT t.*, e."index" AS item_index
       FROM jsonb_to_recordset($4::jsonb->'payload'->'items') AS e("index" int, target jsonb),
            jsonb_to_record(e.target) AS t("externalId" text, name text, address jsonb, coordinates jsonb,
                                           "timeWindows" jsonb, "serviceDurationMinutes" int, priority int,
                                           tags text[], metadata jsonb)
-     ORDER BY t."externalId" COLLATE "C", e."index" DESC
+  ),
+  items AS (
+    SELECT DISTINCT ON ("externalId" COLLATE "C") * FROM all_items ORDER BY "externalId" COLLATE "C", item_index DESC
+  ),
+  upserted AS (
+    INSERT INTO targets AS t (tenant_id, source_system, external_id, name, address, latitude, longitude, time_windows,
+                              service_duration_minutes, priority, tags, metadata, last_import_job_id, last_item_index)
+    SELECT $1, $2, i."externalId", i.name, i.address,
+           (i.coordinates->>'latitude')::float8, (i.coordinates->>'longitude')::float8,
+           coalesce(i."timeWindows", '[]'), i."serviceDurationMinutes", i.priority, coalesce(i.tags, '{}'),
+           coalesce(i.metadata, '{}'), $3, i.item_index
+      FROM items AS i
+     ORDER BY i."externalId" COLLATE "C"
+    ON CONFLICT (tenant_id, source_system, external_id) DO UPDATE SET
+      name = EXCLUDED.name, address = EXCLUDED.address, latitude = EXCLUDED.latitude, longitude = EXCLUDED.longitude,
+      time_windows = EXCLUDED.time_windows, service_duration_minutes = EXCLUDED.service_duration_minutes,
+      priority = EXCLUDED.priority, tags = EXCLUDED.tags, metadata = EXCLUDED.metadata,
+      last_import_job_id = EXCLUDED.last_import_job_id, last_item_index = EXCLUDED.last_item_index, updated_at = now()
+    WHERE (t.last_import_job_id, t.last_item_index) < (EXCLUDED.last_import_job_id, EXCLUDED.last_item_index)
+    RETURNING 1
   )
-  INSERT INTO targets AS t (tenant_id, source_system, external_id, name, address, latitude, longitude, time_windows,
-                            service_duration_minutes, priority, tags, metadata, last_import_job_id, last_item_index)
-  SELECT $1, $2, i."externalId", i.name, i.address,
-         (i.coordinates->>'latitude')::float8, (i.coordinates->>'longitude')::float8,
-         coalesce(i."timeWindows", '[]'), i."serviceDurationMinutes", i.priority, coalesce(i.tags, '{}'),
-         coalesce(i.metadata, '{}'), $3, i.item_index
-    FROM items AS i
-   ORDER BY i."externalId" COLLATE "C"
-  ON CONFLICT (tenant_id, source_system, external_id) DO UPDATE SET
-    name = EXCLUDED.name, address = EXCLUDED.address, latitude = EXCLUDED.latitude, longitude = EXCLUDED.longitude,
-    time_windows = EXCLUDED.time_windows, service_duration_minutes = EXCLUDED.service_duration_minutes,
-    priority = EXCLUDED.priority, tags = EXCLUDED.tags, metadata = EXCLUDED.metadata,
-    last_import_job_id = EXCLUDED.last_import_job_id, last_item_index = EXCLUDED.last_item_index, updated_at = now()
-  WHERE (t.last_import_job_id, t.last_item_index) < (EXCLUDED.last_import_job_id, EXCLUDED.last_item_index)`;
+  SELECT count(*)::int AS item_count FROM all_items`;
+
+/** A message's bytes as a jsonb parameter in binary form (pg sends a Buffer as binary). */
+export const jsonbBinary = (json: Buffer): Buffer => Buffer.concat([jsonbVersion, json]);
+const jsonbVersion = Buffer.of(1);
 
 /**
  * Counts a finished chunk ($2 applied, $3 failed) and moves the status; $4 is an item error to
