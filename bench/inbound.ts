@@ -16,7 +16,7 @@
 //       second from the first chunk's transaction (min import_jobs.started_at) until every job of
 //       the run is Completed (seen by polling every 50 ms).
 //   B0  psql `\copy` of the same rows (same columns the worker writes) into the same `targets`
-//       table under another tenant: same indexes, foreign key, TOAST and WAL as the worker pays
+//       table under another tenant: same indexes, TOAST and WAL as the worker pays
 //       (a TEMP table would skip WAL and flatter the baseline). BENCH_B0_ROUNDS rounds, one new
 //       tenant each; the median round counts.
 //   P   backpressure probe: more concurrent batches than INBOUND_MAX_IN_FLIGHT; counts 200 vs
