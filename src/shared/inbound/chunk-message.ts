@@ -8,9 +8,11 @@ export const chunkMessageVersion = 1;
 
 /**
  * The gateway validated every target with targetFieldsSchema before producing it; re-running
- * that per target in the worker cost about half the worker's CPU. So the worker checks the
- * envelope and the identity of each target only: a wrongly typed field is refused by PostgreSQL
- * and the chunk dead-lettered like any other poison message.
+ * that per target in the worker cost about half the worker's CPU. So a chunk decoded in full
+ * (one that names no item count, or a dead-lettered one) is checked for its envelope and each
+ * target's identity only, and one read by its header (the usual case) not item by item at all:
+ * a missing or wrongly typed field is refused by PostgreSQL and the chunk dead-lettered like any
+ * other poison message.
  */
 const gatewayValidatedTarget = z.custom<TargetFields>(
   (v) => typeof v === 'object' && v !== null && typeof (v as { externalId?: unknown }).externalId === 'string',
