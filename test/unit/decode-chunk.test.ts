@@ -20,6 +20,7 @@ describe('decodeChunk', () => {
     expect(chunk.itemCount).toBe(5);
     expect(chunk.header).toMatchObject({ type: chunkMessageType, version: 1, ...ids, payload: identity });
     expect(chunk.header.payload).not.toHaveProperty('items');
+    expect(chunk.header.payload).toEqual(identity); // the same header as a chunk decoded in full
     expect(chunk.value.equals(value!)).toBe(true);
 
     // Items that are not even JSON pass this read (PostgreSQL refuses them when it applies the chunk).

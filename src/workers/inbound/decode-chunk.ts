@@ -26,8 +26,8 @@ const itemsEnd = Buffer.from(']}}');
  */
 export function decodeChunk(message: InboundMessage): ChunkToApply {
   const value = message.value ?? Buffer.alloc(0);
-  const header = readHeader(value);
-  if (header) return { header, itemCount: header.payload.itemCount, value };
+  const read = readHeader(value);
+  if (read) return { ...read, value };
   const chunk = decodeMessage(message, chunkMessageSchema);
   const { items, itemCount, ...identity } = chunk.payload;
   if (itemCount !== undefined && itemCount !== items.length)
@@ -35,7 +35,8 @@ export function decodeChunk(message: InboundMessage): ChunkToApply {
   return { header: { ...chunk, payload: identity }, itemCount: items.length, value };
 }
 
-function readHeader(value: Buffer) {
+/** The chunk's identity and item count from the text before its items; null when that does not fit. */
+function readHeader(value: Buffer): { header: ChunkHeader; itemCount: number } | null {
   const at = value.indexOf(itemsKey);
   if (at < 0 || !value.subarray(value.length - itemsEnd.length).equals(itemsEnd)) return null;
   let json: unknown;
@@ -46,8 +47,8 @@ function readHeader(value: Buffer) {
   }
   const parsed = chunkHeaderSchema.safeParse(json);
   if (!parsed.success) return null;
-  const { items: _spliced, ...payload } = parsed.data.payload;
-  return { ...parsed.data, payload };
+  const { items: _spliced, itemCount, ...identity } = parsed.data.payload;
+  return { header: { ...parsed.data, payload: identity }, itemCount };
 }
 
 /** The item count PostgreSQL reported for a chunk, checked against the count the chunk named. */
