@@ -1,41 +1,47 @@
 import { describe, expect, it } from 'vitest';
-import { cutIntoChunks, withItems } from '../../src/gateway/inbound/chunks.js';
-import { chunkMessageSchema, chunkMessageType } from '../../src/shared/inbound/chunk-message.js';
-import { envelope } from '../../src/shared/messages.js';
+import { chunkMessages, cutIntoChunks } from '../../src/gateway/inbound/chunks.js';
+import { targetRow } from '../../src/gateway/inbound/chunk-rows.js';
+import { chunkMessageType, chunkRowsHeaderSchema } from '../../src/shared/inbound/chunk-message.js';
 import { makeTargets } from '../support/targets.js';
 
 const items = makeTargets(300, 'u').map((target, index) => ({ index, target }));
+const rowsOf = (bytes: Uint8Array) => Buffer.from(bytes).toString().split('\n').slice(0, -1);
 
 describe('inbound chunks', () => {
-  it('cuts in item order into chunks no larger than the limit, losing nothing', () => {
+  it('cuts rows in item order into chunks no larger than the limit, losing nothing', () => {
     const chunks = cutIntoChunks(items, 20_000);
     expect(chunks.length).toBeGreaterThan(1);
     for (const c of chunks) expect(c.bytes.length).toBeLessThanOrEqual(20_000);
-    const parsed = chunks.map((c) => JSON.parse(`[${Buffer.from(c.bytes).toString()}]`) as unknown[]);
-    expect(parsed.flat()).toEqual(items);
-    expect(chunks.map((c) => c.items)).toEqual(parsed.map((p) => p.length));
+    const rows = chunks.map((c) => rowsOf(c.bytes));
+    expect(rows.flat()).toEqual(items.map((i) => targetRow(i.index, i.target).slice(0, -1)));
+    expect(chunks.map((c) => c.items)).toEqual(rows.map((r) => r.length));
   });
 
   it('keeps an item larger than the limit as a chunk of its own', () => {
     const chunks = cutIntoChunks(items.slice(0, 3), 10);
-    expect(chunks.map((c) => JSON.parse(`[${Buffer.from(c.bytes).toString()}]`))).toEqual(
-      items.slice(0, 3).map((i) => [i]),
-    );
+    expect(chunks.map((c) => rowsOf(c.bytes).map((r) => r.split('\t')[0]))).toEqual([['0'], ['1'], ['2']]);
     expect(chunks.map((c) => c.items)).toEqual([1, 1, 1]);
   });
 
-  it('splices the item texts into the envelope as if the whole were serialised at once', () => {
-    const [chunk] = cutIntoChunks(items.slice(0, 5), 1_000_000);
+  it('writes v2 messages: a header line naming the chunk and its item count, then its rows', () => {
+    const chunks = cutIntoChunks(items, 20_000);
     const ids = { tenantId: crypto.randomUUID(), clientId: crypto.randomUUID(), requestId: 'r', correlationId: 'c' };
-    const base = envelope(chunkMessageType, 1, ids, {
-      importJobId: '7',
-      sourceSystem: 'erp',
-      chunkIndex: 0,
-      chunkCount: 1,
-      items: [] as unknown[],
+    const messages = chunkMessages('7', 'erp', chunks, ids);
+    expect(messages).toHaveLength(chunks.length);
+    messages.forEach((m, i) => {
+      const value = m.value as Buffer;
+      const newline = value.indexOf('\n');
+      const header = chunkRowsHeaderSchema.parse(JSON.parse(value.toString('utf8', 0, newline)));
+      expect(header).toMatchObject({ type: chunkMessageType, version: 2, ...ids });
+      expect(header.payload).toEqual({
+        importJobId: '7',
+        sourceSystem: 'erp',
+        chunkIndex: i,
+        chunkCount: chunks.length,
+        itemCount: chunks[i]!.items,
+      });
+      expect(value.subarray(newline + 1).equals(Buffer.from(chunks[i]!.bytes))).toBe(true);
+      expect(m).toMatchObject({ key: '7', headers: { 'message-type': chunkMessageType, 'message-version': '2' } });
     });
-    const text = withItems(base, chunk!.bytes).toString();
-    expect(JSON.parse(text)).toEqual({ ...base, payload: { ...base.payload, items: items.slice(0, 5) } });
-    expect(chunkMessageSchema.safeParse(JSON.parse(text)).success).toBe(true);
   });
 });

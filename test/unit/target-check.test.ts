@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { checkTarget } from '../../src/shared/inbound/target-check.js';
-import { requestHash, requestHashWithItems } from '../../src/shared/request-hash.js';
 import { targetItemSchema } from '../../src/shared/inbound/target-schema.js';
 import { mulberry32 } from '../support/prng.js';
 
@@ -192,23 +191,6 @@ describe('checkTarget', () => {
       '{"externalId":"a","name":"b","coordinates":{"latitude":1,"longitude":2},"metadata":{"__proto__":1}}',
     );
     expect(checkTarget(target)).toBeUndefined();
-  });
-});
-
-describe('requestHashWithItems', () => {
-  it('is requestHash of the body, with the items serialised beforehand', () => {
-    for (let i = 0; i < 500; i++) {
-      const targets = Array.from({ length: 1 + Math.floor(rnd() * 4) }, () => mutate(validTarget()));
-      const fields: [string, unknown][] = [
-        ['sourceSystem', pick(['erp', ' erp ', 'ä'])],
-        ['targets', targets],
-        ['externalBatchId', pick<unknown>([null, 'b-1', 7, undefined, { odd: [1, 'x'] }])],
-        ['10', 'an integer-like key'],
-      ];
-      const body = Object.fromEntries(fields.sort(() => rnd() - 0.5));
-      const texts = targets.map((t) => JSON.stringify(t));
-      expect(requestHashWithItems(body, 'targets', texts).equals(requestHash(body))).toBe(true);
-    }
   });
 });
 

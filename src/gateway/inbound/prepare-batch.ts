@@ -1,7 +1,7 @@
 import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { checkTarget } from '../../shared/inbound/target-check.js';
 import { targetItemSchema } from '../../shared/inbound/target-schema.js';
-import { requestHashWithItems } from '../../shared/request-hash.js';
+import { requestHash } from '../../shared/request-hash.js';
 import { parseJsonBytes, splitByItem } from '../http/json-text.js';
 import { fieldName, parseOrThrow } from '../http/validate.js';
 import { cutIntoChunks, type Chunk } from './chunks.js';
@@ -20,13 +20,13 @@ export type PreparedBatch = {
   rejectedCount: number;
   errors: { index: number; externalId: string | null; field: string | null; message: string }[];
   errorsOmitted: number;
-  /** The accepted targets' JSON texts, cut into Kafka-sized chunks (see cutIntoChunks). */
+  /** The accepted targets as COPY rows, cut into Kafka-sized chunks (see cutIntoChunks). */
   chunks: Chunk[];
 };
 
 /**
  * Everything the gateway does to a batch body before it touches PostgreSQL or Kafka: decode,
- * bound, parse, validate target by target (partial acceptance), fingerprint and serialise into
+ * bound, parse, validate target by target (partial acceptance), fingerprint and format into
  * chunks. Pure and CPU-bound, so large batches run it in a worker thread (batch-pool.ts).
  */
 export function prepareBatch(bytes: Uint8Array, limits: BatchLimits): PreparedBatch {
@@ -47,14 +47,11 @@ export function prepareBatch(bytes: Uint8Array, limits: BatchLimits): PreparedBa
     );
   }
   const batch = parseOrThrow(batchEnvelopeSchema, raw, 'body');
-  // Each target is serialised once: for the request's fingerprint, and as its chunk text when it
-  // is accepted exactly as sent (most are).
-  const itemTexts = batch.targets.map((t) => JSON.stringify(t));
-  const targets = validateTargets(batch.targets, targetItemSchema, 'targets', items, checkTarget, itemTexts);
+  const targets = validateTargets(batch.targets, targetItemSchema, 'targets', items, checkTarget);
   return {
     sourceSystem: batch.sourceSystem,
     externalBatchId: batch.externalBatchId ?? null,
-    requestHash: requestHashWithItems(raw as object, 'targets', itemTexts),
+    requestHash: requestHash(raw),
     received: batch.targets.length,
     accepted: targets.accepted.length,
     rejectedCount: targets.rejectedCount,

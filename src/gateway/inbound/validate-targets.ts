@@ -7,8 +7,7 @@ import type { CheckedTarget } from '../../shared/inbound/target-check.js';
 import { fieldName, toFieldErrors } from '../http/validate.js';
 
 export type ValidatedTargets = {
-  /** json: the target's JSON text, when it is exactly the text sent (see itemTexts). */
-  accepted: { index: number; target: TargetFields; json?: string }[];
+  accepted: { index: number; target: TargetFields }[];
   rejectedCount: number;
   /** The first maxStoredItemErrors item errors; the rest are counted. */
   errors: ItemError[];
@@ -27,8 +26,6 @@ export function validateTargets(
   unstorable: ReadonlyMap<number, TextProblem[]> = new Map(),
   /** schema's verdict for what it is sure of (its output), undefined to let schema decide. */
   fast: (item: unknown) => CheckedTarget | undefined = () => undefined,
-  /** JSON.stringify of each item as sent, when made already: reused for targets accepted as sent. */
-  itemTexts?: readonly string[],
 ): ValidatedTargets {
   const out: ValidatedTargets = { accepted: [], rejectedCount: 0, errors: [], errorsOmitted: 0 };
   const fieldErrors: Record<string, string[]> = {};
@@ -36,7 +33,7 @@ export function validateTargets(
     const textProblems = unstorable.get(index);
     const sure = textProblems ? undefined : fast(item);
     if (sure) {
-      out.accepted.push({ index, target: sure.target, json: sure.asSent ? itemTexts?.[index] : undefined });
+      out.accepted.push({ index, target: sure.target });
       return;
     }
     const parsed = textProblems ? null : schema.safeParse(item);

@@ -1,13 +1,22 @@
-import type { Pool } from '../../shared/db/pool.js';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { from as copyFrom } from 'pg-copy-streams';
+import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
-import type { ChunkPayload } from '../../shared/inbound/chunk-message.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
-import type { Envelope } from '../../shared/messages.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
-import { checkItemCount, type ChunkToApply } from './decode-chunk.js';
-import { claimChunk, finishChunk, jsonbBinary, lockJob, upsertTargets } from './sql.js';
+import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
+import {
+  claimChunk,
+  copyRows,
+  createStagingTable,
+  finishChunk,
+  jsonbBinary,
+  lockJob,
+  upsertStagedTargets,
+  upsertTargets,
+} from './sql.js';
 
-type Chunk = Envelope<ChunkPayload>;
 export type ChunkOutcome = 'applied' | 'duplicate' | 'orphan';
 
 /**
@@ -29,37 +38,47 @@ export async function applyChunk(
     if (!job) return 'orphan';
     const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
     if (claimed.rowCount === 0) return 'duplicate';
-    const upserted = await tx.query<{ item_count: number }>(upsertTargets, [
-      header.tenantId,
-      sourceSystem,
-      importJobId,
-      jsonbBinary(chunk.value),
-    ]);
-    checkItemCount(chunk, upserted.rows[0]!.item_count);
+    const where = [header.tenantId, sourceSystem, importJobId];
+    if (chunk.format === 'rows') {
+      checkItemCount(chunk, await stageRows(tx, chunk.rows));
+      await tx.query(upsertStagedTargets, where);
+    } else {
+      const upserted = await tx.query<{ item_count: number }>(upsertTargets, [...where, jsonbBinary(chunk.value)]);
+      checkItemCount(chunk, upserted.rows[0]!.item_count);
+    }
     const finished = await tx.query(finishChunk, [importJobId, itemCount, 0, null, null, maxStoredItemErrors]);
     await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
     return 'applied';
   });
 }
 
+/** COPYs a v2 chunk's rows into this session's staging table; returns how many rows it read. */
+async function stageRows(tx: PoolClient, rows: Buffer): Promise<number> {
+  await tx.query(createStagingTable);
+  const copy = tx.query(copyFrom(copyRows));
+  await pipeline(Readable.from([rows]), copy);
+  return copy.rowCount;
+}
+
 /** Marks a dead-lettered chunk as failed, once: its items count as failed, with the reason. */
-export async function failChunk(pool: Pool, chunk: Chunk, reason: string): Promise<void> {
-  const { importJobId, chunkIndex, items } = chunk.payload;
+export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string): Promise<void> {
+  const { header, itemCount, firstIndex, lastIndex } = chunk;
+  const { importJobId, chunkIndex } = header.payload;
   await inTransaction(pool, async (tx) => {
-    const job = (await tx.query(lockJob, [importJobId, chunk.tenantId])).rows[0];
+    const job = (await tx.query(lockJob, [importJobId, header.tenantId])).rows[0];
     if (!job) return;
-    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, 0, items.length]);
+    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, 0, itemCount]);
     if (claimed.rowCount === 0) return;
     const error: ItemError = {
-      index: items[0]!.index,
+      index: firstIndex,
       externalId: null,
       field: null,
-      message: `${items.length} targets (items ${items[0]!.index}–${items.at(-1)!.index}) could not be applied: ${reason}`,
+      message: `${itemCount} targets (items ${firstIndex}–${lastIndex}) could not be applied: ${reason}`,
     };
     const finished = await tx.query(finishChunk, [
       importJobId,
       0,
-      items.length,
+      itemCount,
       JSON.stringify([error]),
       reason,
       maxStoredItemErrors,

@@ -1,12 +1,10 @@
-import { chunkMessageSchema } from '../../shared/inbound/chunk-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
-import { decodeMessage } from '../decode.js';
 import { edgeWriterDone } from '../../shared/edge-lock.js';
 import { awaitEdgeRecord } from '../edge-record.js';
 import { applyEach } from '../permanent-error.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { applyChunk, failChunk } from './apply-chunk.js';
-import { decodeChunk } from './decode-chunk.js';
+import { decodeChunk, describeFailedChunk } from './decode-chunk.js';
 
 /** Applies inbound target chunks into `targets` and advances their import jobs. */
 export const inboundWorker: WorkerKind = {
@@ -38,12 +36,8 @@ export const inboundWorker: WorkerKind = {
     );
   },
   async onDeadLetter(message, error, deps) {
-    let chunk;
-    try {
-      chunk = decodeMessage(message, chunkMessageSchema);
-    } catch {
-      return; // undecodable: no job to mark; the dead-letter topic keeps it
-    }
+    const chunk = describeFailedChunk(message);
+    if (!chunk) return; // undecodable: no job to mark; the dead-letter topic keeps it
     await failChunk(deps.pool, chunk, error.message);
   },
 };

@@ -1,4 +1,5 @@
 // Set-based statements of the inbound worker, kept apart from the logic.
+import { chunkRowColumns } from '../../shared/inbound/chunk-message.js';
 
 /** Locks the job row: chunks of one job apply one at a time, and counters add up exactly. */
 export const lockJob = `SELECT id, chunk_count, chunks_done FROM import_jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE`;
@@ -8,8 +9,19 @@ export const claimChunk = `
   INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count)
   VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING chunk_index`;
 
+const insertTargets = `INSERT INTO targets AS t (tenant_id, source_system, external_id, name, address, latitude,
+  longitude, time_windows, service_duration_minutes, priority, tags, metadata, last_import_job_id, last_item_index)`;
+
+/** A target row only takes data from a later (job, item): newer data wins whatever order chunks apply in. */
+const newerDataWins = `ON CONFLICT (tenant_id, source_system, external_id) DO UPDATE SET
+    name = EXCLUDED.name, address = EXCLUDED.address, latitude = EXCLUDED.latitude, longitude = EXCLUDED.longitude,
+    time_windows = EXCLUDED.time_windows, service_duration_minutes = EXCLUDED.service_duration_minutes,
+    priority = EXCLUDED.priority, tags = EXCLUDED.tags, metadata = EXCLUDED.metadata,
+    last_import_job_id = EXCLUDED.last_import_job_id, last_item_index = EXCLUDED.last_item_index, updated_at = now()
+  WHERE (t.last_import_job_id, t.last_item_index) < (EXCLUDED.last_import_job_id, EXCLUDED.last_item_index)`;
+
 /**
- * One statement for the whole chunk, reading the targets from the chunk message's own bytes ($4,
+ * A v1 chunk in one statement, reading the targets from the chunk message's own bytes ($4,
  * jsonb in binary form: a version byte, then the JSON text), so the worker neither parses them
  * nor rebuilds them as parameters; jsonb_to_record takes each target's fields apart in one pass
  * (JSON null reads as SQL NULL, as the gateway sent it). The last item of an external id wins;
@@ -30,23 +42,46 @@ export const upsertTargets = `
     SELECT DISTINCT ON ("externalId" COLLATE "C") * FROM all_items ORDER BY "externalId" COLLATE "C", item_index DESC
   ),
   upserted AS (
-    INSERT INTO targets AS t (tenant_id, source_system, external_id, name, address, latitude, longitude, time_windows,
-                              service_duration_minutes, priority, tags, metadata, last_import_job_id, last_item_index)
+    ${insertTargets}
     SELECT $1, $2, i."externalId", i.name, i.address,
            (i.coordinates->>'latitude')::float8, (i.coordinates->>'longitude')::float8,
            coalesce(i."timeWindows", '[]'), i."serviceDurationMinutes", i.priority, coalesce(i.tags, '{}'),
            coalesce(i.metadata, '{}'), $3, i.item_index
       FROM items AS i
      ORDER BY i."externalId" COLLATE "C"
-    ON CONFLICT (tenant_id, source_system, external_id) DO UPDATE SET
-      name = EXCLUDED.name, address = EXCLUDED.address, latitude = EXCLUDED.latitude, longitude = EXCLUDED.longitude,
-      time_windows = EXCLUDED.time_windows, service_duration_minutes = EXCLUDED.service_duration_minutes,
-      priority = EXCLUDED.priority, tags = EXCLUDED.tags, metadata = EXCLUDED.metadata,
-      last_import_job_id = EXCLUDED.last_import_job_id, last_item_index = EXCLUDED.last_item_index, updated_at = now()
-    WHERE (t.last_import_job_id, t.last_item_index) < (EXCLUDED.last_import_job_id, EXCLUDED.last_item_index)
+    ${newerDataWins}
     RETURNING 1
   )
   SELECT count(*)::int AS item_count FROM all_items`;
+
+/**
+ * Where a v2 chunk's rows land before the upsert: a temporary table of this session, emptied at
+ * every COMMIT (and a ROLLBACK discards what a failed chunk put there). Created when missing at
+ * the start of every chunk's transaction, so a new or reset connection (or a pooler that hands out
+ * another session) finds it; its columns are chunkRowColumns, typed as the targets' columns.
+ */
+export const createStagingTable = `
+  CREATE TEMP TABLE IF NOT EXISTS inbound_chunk_rows (
+    item_index int, external_id text, name text, address jsonb, latitude float8, longitude float8,
+    time_windows jsonb, service_duration_minutes int, priority int, tags text[], metadata jsonb
+  ) ON COMMIT DELETE ROWS`;
+
+/** Reads a v2 chunk's rows (COPY text format, the gateway's chunk-rows.ts) into the staging table. */
+export const copyRows = `COPY inbound_chunk_rows (${chunkRowColumns.join(', ')}) FROM STDIN`;
+
+/**
+ * upsertTargets for the rows COPY staged: the same rules (the last item of an external id wins,
+ * rows in external-id byte order, a row only takes data from a later (job, item)) without a JSON
+ * document to parse. $1 tenant, $2 source system, $3 import job.
+ */
+export const upsertStagedTargets = `
+  ${insertTargets}
+  SELECT DISTINCT ON (i.external_id COLLATE "C") $1::uuid, $2::text, i.external_id, i.name, i.address, i.latitude,
+         i.longitude, coalesce(i.time_windows, '[]'), i.service_duration_minutes, i.priority, coalesce(i.tags, '{}'),
+         coalesce(i.metadata, '{}'), $3::bigint, i.item_index
+    FROM inbound_chunk_rows AS i
+   ORDER BY i.external_id COLLATE "C", i.item_index DESC
+  ${newerDataWins}`;
 
 /** A message's bytes as a jsonb parameter in binary form (pg sends a Buffer as binary). */
 export const jsonbBinary = (json: Buffer): Buffer => Buffer.concat([jsonbVersion, json]);

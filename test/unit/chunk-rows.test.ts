@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { targetRow } from '../../src/gateway/inbound/chunk-rows.js';
+import { chunkRowColumns } from '../../src/shared/inbound/chunk-message.js';
+
+// COPY text format: a backslash, newline, carriage return and tab inside a value are escaped;
+// \N is NULL. test/integration/chunk-rows-apply.test.ts proves PostgreSQL reads these rows into
+// the same targets as the JSON chunk; these cases pin the text itself.
+const columns = (row: string) => {
+  expect(row.endsWith('\n')).toBe(true);
+  const values = row.slice(0, -1).split('\t');
+  expect(values).toHaveLength(chunkRowColumns.length);
+  return Object.fromEntries(chunkRowColumns.map((c, i) => [c, values[i]]));
+};
+
+describe('targetRow', () => {
+  it('writes each column in the order of chunkRowColumns, absent fields as NULL', () => {
+    const row = columns(
+      targetRow(4, { externalId: 'e-1', name: 'Site', coordinates: { latitude: 52.5, longitude: -0 } }),
+    );
+    expect(row).toEqual({
+      item_index: '4',
+      external_id: 'e-1',
+      name: 'Site',
+      address: '\\N',
+      latitude: '52.5',
+      longitude: '0',
+      time_windows: '\\N',
+      service_duration_minutes: '\\N',
+      priority: '\\N',
+      tags: '\\N',
+      metadata: '\\N',
+    });
+  });
+
+  it('escapes what COPY reads specially, in text, JSON and array columns', () => {
+    const row = columns(
+      targetRow(0, {
+        externalId: 'a\\b\tc',
+        name: 'line\nnext\rend',
+        address: { line1: 'Quote " and \\ and \n', city: 'Köln 🏠', countryCode: 'DE' },
+        timeWindows: [],
+        serviceDurationMinutes: 0,
+        priority: 5,
+        tags: ['{a,b}', 'say "hi"', 'back\\slash', 'NULL', ' spaced ', 'tab\there'],
+        metadata: { 'k\ty': 'v\\', n: 1.5e-7, b: false, z: null },
+      }),
+    );
+    expect(row.external_id).toBe('a\\\\b\\tc');
+    expect(row.name).toBe('line\\nnext\\rend');
+    // JSON.stringify escapes the newline itself; COPY then doubles every backslash.
+    expect(row.address).toBe('{"line1":"Quote \\\\" and \\\\\\\\ and \\\\n","city":"Köln 🏠","countryCode":"DE"}');
+    expect(row.time_windows).toBe('[]');
+    expect([row.service_duration_minutes, row.priority]).toEqual(['0', '5']);
+    expect(row.tags).toBe('{"{a,b}","say \\\\"hi\\\\"","back\\\\\\\\slash","NULL"," spaced ","tab\\there"}');
+    expect(row.metadata).toBe('{"k\\\\ty":"v\\\\\\\\","n":1.5e-7,"b":false,"z":null}');
+  });
+
+  it('never writes a line PostgreSQL would take for the end of data (\\.)', () => {
+    const row = targetRow(1, { externalId: '\\.', name: '.', coordinates: { latitude: 0, longitude: 0 } });
+    expect(row.split('\n').some((line) => line === '\\.')).toBe(false);
+    expect(columns(row).external_id).toBe('\\\\.');
+  });
+});
