@@ -22,8 +22,9 @@
 //   P   backpressure probe: more concurrent batches than INBOUND_MAX_IN_FLIGHT; counts 200 vs
 //       503 + Retry-After and the gateway's peak memory meanwhile.
 //
-// Options (env): BENCH_BATCHES (200), BENCH_BATCH_SIZE (1000), BENCH_CONCURRENCY (4),
-// BENCH_WARMUP_BATCHES (2 × concurrency), BENCH_MAX_SECONDS (60, per load phase),
+// Options (env): BENCH_BATCHES (400: with 200 the workers' phase lasted 3 s and its ratio varied
+// by a third between runs), BENCH_BATCH_SIZE (1000), BENCH_CONCURRENCY (4), BENCH_WARMUP_BATCHES
+// (2 × concurrency), BENCH_MAX_SECONDS (60, per load phase),
 // BENCH_A0_ROUNDS (3) and BENCH_B0_ROUNDS (3) (baselines repeated, median taken),
 // BENCH_PROBE (1; 0 skips P), BENCH_PROBE_CONCURRENCY (64), BENCH_PROBE_REQUESTS (4 × that),
 // BENCH_CPU_PROF (a directory: the gateway and the workers write V8 CPU profiles there),
@@ -81,7 +82,7 @@ function threadDelta(before: Map<string, number>, after: Map<string, number>): R
 }
 
 const opts = {
-  batches: envInt('BENCH_BATCHES', 200),
+  batches: envInt('BENCH_BATCHES', 400),
   batchSize: envInt('BENCH_BATCH_SIZE', 1000),
   concurrency: envInt('BENCH_CONCURRENCY', 4),
   warmupBatches: 0,

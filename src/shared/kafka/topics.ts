@@ -19,7 +19,8 @@ export type TopicName = keyof ReturnType<typeof topicNames>;
 
 /** What each topic carries and what its messages are keyed by (published in the OpenAPI description). */
 export const topicPurposes: Record<TopicName, string> = {
-  inboundTargets: "`inbound.targets.chunk` v1: chunks of an import job's accepted targets; key: import job id",
+  inboundTargets:
+    "`inbound.targets.chunk` v2 (v1 still read): chunks of an import job's accepted targets; key: import job id",
   appointments: 'submitted appointment requests to validate; key: appointment request id',
   jobs: '`jobs.create` v1: numbered field jobs to materialise; key: field job id',
   workOrderMaterials: 'recorded material usages to book; key: work order id',
