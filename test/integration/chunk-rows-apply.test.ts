@@ -5,6 +5,7 @@ import type { TargetFields } from '../../src/shared/inbound/target-schema.js';
 import type { InboundMessage } from '../../src/shared/kafka/bus.js';
 import { applyChunk } from '../../src/workers/inbound/apply-chunk.js';
 import { decodeChunk } from '../../src/workers/inbound/decode-chunk.js';
+import { PermanentMessageError } from '../../src/workers/permanent-error.js';
 import { v1ChunkValue } from '../support/chunk-messages.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { createDemo, insertImportJob, type Demo } from '../support/fixtures.js';
@@ -121,5 +122,42 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
     const all = fromRows.map((r) => r.columns).join('');
     for (const special of ['\\\\', '\\n', '\\t', '\\r', 'NULL', '{', '🏠']) expect(all).toContain(special);
     expect(fromRows.some((r) => r.external_id.includes('\t'))).toBe(true);
+  });
+
+  it("leaves nothing in the session's staging table for the next chunk, committed or refused", async () => {
+    const onePool = createPool(db.url, 1, 'chunk-rows-apply-one'); // every chunk on the same session
+    try {
+      const caller = { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId };
+      const ids = { ...caller, requestId: null, correlationId: null };
+      const staged = async () =>
+        Number((await onePool.query('SELECT count(*) FROM pg_temp.inbound_chunk_rows')).rows[0].count);
+      const chunkOf = async (sourceSystem: string, targets: TargetFields[], named?: number) => {
+        const job = await insertImportJob(pool, caller);
+        const items = targets.map((target, index) => ({ index, target }));
+        const [m] = chunkMessages(String(job), sourceSystem, cutIntoChunks(items, 1 << 20), ids);
+        const value = (m!.value as Buffer).toString();
+        return decodeChunk(asMessage(named ? value.replace(/"itemCount":\d+/, `"itemCount":${named}`) : value));
+      };
+      const targets = Array.from({ length: 20 }, (_, i) => ({ ...generatedTarget(i), externalId: `leak-${i}` }));
+
+      expect(await applyChunk(onePool, await chunkOf('first', targets.slice(0, 10)), (l) => l())).toBe('applied');
+      expect(await staged()).toBe(0);
+      const refused = applyChunk(onePool, await chunkOf('refused', targets.slice(10), 11), (l) => l());
+      await expect(refused).rejects.toThrow(PermanentMessageError);
+      expect(await staged()).toBe(0);
+      expect(await applyChunk(onePool, await chunkOf('second', targets.slice(10)), (l) => l())).toBe('applied');
+
+      const { rows } = await pool.query(
+        `SELECT source_system, count(*)::int AS n FROM targets WHERE tenant_id = $1 AND external_id LIKE 'leak-%'
+          GROUP BY source_system ORDER BY source_system`,
+        [caller.tenantId],
+      );
+      expect(rows).toEqual([
+        { source_system: 'first', n: 10 },
+        { source_system: 'second', n: 10 },
+      ]);
+    } finally {
+      await onePool.end();
+    }
   });
 });
