@@ -1,10 +1,10 @@
 import type { TargetFields } from '../../shared/inbound/target-schema.js';
 
 // A target as one row of PostgreSQL's COPY text format, in the column order of chunkRowColumns
-// (src/shared/inbound/chunk-message.ts, inbound.targets.chunk v2). In that format a backslash, newline, carriage return and tab in a
-// value are written as \\, \n, \r and \t; \N is NULL; every other character stands for itself.
-// The gateway refused NUL and unpaired surrogates already (src/shared/text/storable.ts), so every
-// string here encodes to UTF-8 as it is.
+// (src/shared/inbound/chunk-message.ts, inbound.targets.chunk v2). In that format a backslash,
+// newline, carriage return and tab in a value are written as \\, \n, \r and \t; \N is NULL;
+// every other character stands for itself. The gateway refused NUL and unpaired surrogates
+// already (src/shared/text/storable.ts), so every string here encodes to UTF-8 as it is.
 
 const copySpecial = /[\\\n\r\t]/;
 const copySpecials = /[\\\n\r\t]/g;
@@ -13,7 +13,7 @@ const copyText = (s: string): string => (copySpecial.test(s) ? s.replace(copySpe
 
 const nullValue = '\\N';
 
-/** A JSON value as a jsonb column: JSON.stringify never writes a raw newline, tab or CR, only backslashes. */
+/** A JSON value as a jsonb column: JSON.stringify escapes newlines, tabs and CRs itself; its backslashes are doubled. */
 const jsonColumn = (value: unknown): string => {
   if (value == null) return nullValue;
   const json = JSON.stringify(value);

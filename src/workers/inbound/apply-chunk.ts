@@ -23,8 +23,9 @@ export type ChunkOutcome = 'applied' | 'duplicate' | 'orphan';
  * Applies one chunk in one transaction: lock the job, claim the chunk in the ledger (a
  * redelivered chunk finds its claim and changes nothing), upsert its targets, count it.
  * A crash anywhere before COMMIT leaves no trace; after it, the claim makes redelivery a no-op.
- * PostgreSQL reads the targets from the message's bytes; a chunk whose items do not number what
- * it says is refused (permanent) before COMMIT.
+ * PostgreSQL reads the targets from the message's bytes: a v2 chunk's rows with COPY into the
+ * session's staging table, a v1 chunk's JSON as one jsonb parameter. A chunk whose items do not
+ * number what it says is refused (permanent) before COMMIT.
  */
 export async function applyChunk(
   pool: Pool,
@@ -38,12 +39,12 @@ export async function applyChunk(
     if (!job) return 'orphan';
     const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
     if (claimed.rowCount === 0) return 'duplicate';
-    const where = [header.tenantId, sourceSystem, importJobId];
+    const owner = [header.tenantId, sourceSystem, importJobId]; // $1–$3 of either upsert
     if (chunk.format === 'rows') {
       checkItemCount(chunk, await stageRows(tx, chunk.rows));
-      await tx.query(upsertStagedTargets, where);
+      await tx.query(upsertStagedTargets, owner);
     } else {
-      const upserted = await tx.query<{ item_count: number }>(upsertTargets, [...where, jsonbBinary(chunk.value)]);
+      const upserted = await tx.query<{ item_count: number }>(upsertTargets, [...owner, jsonbBinary(chunk.value)]);
       checkItemCount(chunk, upserted.rows[0]!.item_count);
     }
     const finished = await tx.query(finishChunk, [importJobId, itemCount, 0, null, null, maxStoredItemErrors]);
