@@ -57,7 +57,7 @@ import {
   type Child,
   type PhaseCpu,
 } from './lib/processes.js';
-import { round } from './lib/stats.js';
+import { percentiles, round } from './lib/stats.js';
 
 const envInt = (name: string, def: number, min = 1) => {
   const raw = process.env[name];
@@ -294,14 +294,16 @@ async function run() {
   const cpuB = phaseCpu(broker, dbName);
   const spawnedAt = Date.now();
   // Any free port for its /metrics: a running stack's workers may hold the default.
+  // Info level (the service's default): one "message applied" line per chunk, with its duration.
   workers = spawnTsx(
     'src/workers/runner.ts',
-    { ...childEnv, WORKERS: 'inbound', WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' },
+    { ...childEnv, LOG_LEVEL: 'info', WORKERS: 'inbound', WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' },
     'workers',
     profArgs,
   );
   await workers.waitFor(/workers: running/);
   const readyAt = Date.now();
+  const workerPeakReset = resetPeak(workers.pid);
   // From here: the process's start (loading and compiling its modules, about 2 CPU seconds) is not
   // the apply's cost.
   const workerCpuAtReady = cpuSeconds(workers.pid);
@@ -335,6 +337,7 @@ async function run() {
   const workerCpu = cpuSeconds(workers.pid) - workerCpuAtReady;
   const workerMem = readMemory(workers.pid);
   await workers.stop();
+  const workerOutput = workers.output();
   workers = null;
   const firstChunkAt = progress.first!.getTime();
   const bSeconds = (doneAt - firstChunkAt) / 1000;
@@ -359,6 +362,8 @@ async function run() {
     },
     workerCpuSeconds: round(workerCpu, 2),
     workerRssMiB: round(workerMem?.hwmMiB ?? NaN, 0),
+    workerPeakFrom: workerPeakReset ? 'VmHWM (reset when the workers ran, before applying)' : 'VmHWM (since start)',
+    applyMs: chunkApplyStats(workerOutput, bSeconds, serviceConfig.kafkaPartitionsConcurrently),
     cpu: bCpu,
   };
   log(`B: ${b.targetsPerSecond} targets/s over ${b.seconds} s`);
@@ -594,6 +599,18 @@ async function run() {
       'worker / broker / PostgreSQL',
     ],
     [
+      'B  chunk apply p50/p95/p99',
+      `${fmt(b.applyMs.p50, 1)} / ${fmt(b.applyMs.p95, 1)} / ${fmt(b.applyMs.p99, 1)}`,
+      'ms',
+      `${fmt(b.applyMs.chunks)} chunks; applies filled ${fmt(b.applyMs.slotsBusy, 2)} of ${b.applyMs.slots} partition slots`,
+    ],
+    [
+      'B  worker peak memory (VmHWM)',
+      fmt(b.workerRssMiB),
+      'MiB',
+      b.workerPeakFrom.includes('reset') ? 'from when it ran' : 'since its start',
+    ],
+    [
       'machine busy during A0 / A / B',
       `${fmt(a0Cpu.busyCores, 2)} / ${fmt(aCpu.busyCores, 2)} / ${fmt(bCpu.busyCores, 2)}`,
       'cores',
@@ -685,3 +702,23 @@ try {
   await teardownOnce();
 }
 process.exit(failed ? 1 : 0);
+
+/**
+ * Per-chunk apply times from the workers' "message applied" log lines (pino JSON, durationMs),
+ * and how full the partition slots were: the applies' total time over the phase's time the
+ * slots (KAFKA_PARTITIONS_CONCURRENTLY) offered.
+ */
+function chunkApplyStats(output: string, phaseSeconds: number, slots: number) {
+  const durations: number[] = [];
+  for (const line of output.split('\n')) {
+    if (!line.includes('"message applied"')) continue;
+    try {
+      const ms = (JSON.parse(line) as { durationMs?: unknown }).durationMs;
+      if (typeof ms === 'number') durations.push(ms);
+    } catch {
+      // not a JSON line
+    }
+  }
+  const busy = durations.reduce((sum, ms) => sum + ms, 0) / 1000;
+  return { chunks: durations.length, ...percentiles(durations), slots, slotsBusy: round(busy / phaseSeconds, 2) };
+}
