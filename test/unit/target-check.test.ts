@@ -165,7 +165,6 @@ describe('checkTarget', () => {
     let fast = 0;
     let asSent = 0;
     const disagreements: unknown[] = [];
-    const notAsSent: unknown[] = [];
     for (let i = 0; i < 20_000; i++) {
       const target = i % 4 === 0 ? validTarget() : mutate(validTarget());
       const zod = targetItemSchema.safeParse(target);
@@ -173,14 +172,12 @@ describe('checkTarget', () => {
       if (zod.success) valid++;
       if (checked === undefined) continue;
       fast++;
-      if (checked.asSent) asSent++;
-      if (!zod.success || JSON.stringify(sorted(checked.target)) !== JSON.stringify(sorted(zod.data)))
+      if (checked === target) asSent++;
+      if (!zod.success || JSON.stringify(sorted(checked)) !== JSON.stringify(sorted(zod.data)))
         disagreements.push(target);
-      // "As sent": its text is the text sent, so the gateway may reuse the one it made for the fingerprint.
-      else if (checked.asSent && JSON.stringify(checked.target) !== JSON.stringify(target)) notAsSent.push(target);
     }
     expect(disagreements.slice(0, 5)).toEqual([]);
-    expect(notAsSent.slice(0, 5), 'targets called "as sent" whose text differs').toEqual([]);
+    // Most are accepted as sent: the check returns the object given, copying nothing.
     expect(asSent, 'targets accepted as sent').toBeGreaterThan(fast / 2);
     expect(valid, 'valid targets generated').toBeGreaterThan(5000);
     expect(fast / valid, 'share of valid targets the fast check takes').toBeGreaterThan(0.95);

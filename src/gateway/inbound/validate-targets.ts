@@ -3,7 +3,6 @@ import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { unstorableReason, type TextProblem } from '../../shared/text/storable.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import type { TargetFields } from '../../shared/inbound/target-schema.js';
-import type { CheckedTarget } from '../../shared/inbound/target-check.js';
 import { fieldName, toFieldErrors } from '../http/validate.js';
 
 export type ValidatedTargets = {
@@ -25,7 +24,7 @@ export function validateTargets(
   root: string,
   unstorable: ReadonlyMap<number, TextProblem[]> = new Map(),
   /** schema's verdict for what it is sure of (its output), undefined to let schema decide. */
-  fast: (item: unknown) => CheckedTarget | undefined = () => undefined,
+  fast: (item: unknown) => TargetFields | undefined = () => undefined,
 ): ValidatedTargets {
   const out: ValidatedTargets = { accepted: [], rejectedCount: 0, errors: [], errorsOmitted: 0 };
   const fieldErrors: Record<string, string[]> = {};
@@ -33,7 +32,7 @@ export function validateTargets(
     const textProblems = unstorable.get(index);
     const sure = textProblems ? undefined : fast(item);
     if (sure) {
-      out.accepted.push({ index, target: sure.target });
+      out.accepted.push({ index, target: sure });
       return;
     }
     const parsed = textProblems ? null : schema.safeParse(item);

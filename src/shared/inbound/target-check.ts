@@ -11,8 +11,8 @@ import { maxTags, maxTimeWindows, type TargetFields } from './target-schema.js';
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-// Whether the check being made changed a value (trimmed a string): then the target's JSON as
-// sent is not its JSON as accepted. Set by text(), read by checkTarget (one check at a time).
+// Whether the check being made changed a value (trimmed a string): then the target as sent is
+// not the target as accepted. Set by text(), read by checkTarget (one check at a time).
 let trimmed = false;
 // Whether the check builds its output. A target accepted as sent is its own output, so the first
 // pass only checks (no copies, the common case); a target with text to trim is checked again,
@@ -146,22 +146,19 @@ const targetFields = new Map<string, (v: unknown) => Checked<unknown>>([
   ['metadata', metadata],
 ]);
 
-export type CheckedTarget = {
-  target: TargetFields;
-  /** The target is exactly as sent (nothing trimmed; keys in the order sent): JSON.stringify gives the same text for both. */
-  asSent: boolean;
-};
-
-/** targetItemSchema's output for a target it accepts, when this check is sure of it; else undefined. */
-export function checkTarget(v: unknown): CheckedTarget | undefined {
+/**
+ * targetItemSchema's output for a target it accepts, when this check is sure of it; else
+ * undefined. A target with nothing to trim is its own output (the object given, not a copy).
+ */
+export function checkTarget(v: unknown): TargetFields | undefined {
   building = false;
   trimmed = false;
   const sure = check(v);
-  if (sure === undefined || !trimmed) return sure && { target: sure as TargetFields, asSent: true };
+  if (sure === undefined || !trimmed) return sure as TargetFields | undefined;
   building = true;
   const built = check(v);
   building = false;
-  return built && { target: built as TargetFields, asSent: false };
+  return built as TargetFields | undefined;
 }
 
 /** The target as accepted (itself, unless building), or undefined when not sure. */
