@@ -100,7 +100,7 @@ export async function readRawBody(
 }
 
 /**
- * Reads and parses a JSON body: 415 for another media type, 413 past the limit, 408 when it does
+ * Reads and parses a JSON body (its bytes kept alongside): 415 for another media type, 413 past the limit, 408 when it does
  * not arrive within deadlineMs, 429 past the client's upload quota, and parseJsonBytes's 400s. A
  * missing body parses as undefined. A route may take other media types; a form body (formMediaType) parses to an object of its
  * parameters, a repeated parameter to an array of its values.
@@ -109,8 +109,8 @@ export async function readJsonBody(
   ctx: Context,
   limits: BodyLimits,
   mediaTypes: readonly string[] = acceptedRequestMediaTypes,
-): Promise<ParsedJson> {
-  if (!hasBody(ctx)) return { value: undefined, unstorable: [] };
+): Promise<ParsedJson & { bytes: Buffer }> {
+  if (!hasBody(ctx)) return { value: undefined, unstorable: [], bytes: Buffer.alloc(0) };
   checkMediaType(ctx, mediaTypes);
   const bytes = await readBytes(ctx, limits);
   if (ctx.is(formMediaType)) {
@@ -121,9 +121,9 @@ export async function readJsonBody(
       throw new AppError('invalid_json', 'The body is not valid UTF-8.');
     }
     const value = parseForm(text);
-    return { value, unstorable: findUnstorableText(value) };
+    return { value, unstorable: findUnstorableText(value), bytes };
   }
-  return parseJsonBytes(bytes);
+  return { ...parseJsonBytes(bytes), bytes };
 }
 
 function parseForm(text: string): Record<string, string | string[]> {

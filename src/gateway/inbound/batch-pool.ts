@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { AppError } from '../../shared/errors.js';
-import { prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-batch.js';
+import { legacyRequestHash, prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-batch.js';
 import type { PrepareReply } from './prepare-batch-task.js';
 
 /** Bodies this small are prepared on the event loop: a thread hop would cost more than it saves. */
@@ -14,7 +14,16 @@ function taskFile(): string {
   return new URL('./prepare-batch-boot.mjs', import.meta.url).href;
 }
 
-export type BatchPreparer = { prepare(bytes: Buffer): Promise<PreparedBatch>; close(): Promise<void> };
+/** A prepared batch, and the fingerprint a retry of an import job recorded before bodyFingerprint needs. */
+export type PreparedBody = PreparedBatch & { legacyRequestHash(): Promise<Buffer> };
+
+export type BatchPreparer = { prepare(bytes: Buffer): Promise<PreparedBody>; close(): Promise<void> };
+
+/** Bytes that own their memory move to the thread (they are not read here meanwhile); others are copied. */
+const handOver = (bytes: Uint8Array) =>
+  bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+    ? { transferList: [bytes.buffer as ArrayBuffer] }
+    : {};
 
 /**
  * Prepares inbound batches (prepareBatch) in worker threads, so a 16 MB batch costs the event loop
@@ -25,18 +34,28 @@ export function createBatchPreparer(limits: BatchLimits, threads: number): Batch
   let pool: Piscina | null = null;
   return {
     async prepare(bytes) {
-      if (bytes.length < inlineBelowBytes) return prepareBatch(bytes, limits);
-      pool ??= new Piscina({ filename: taskFile(), minThreads: 0, maxThreads: threads, idleTimeout: 60_000 });
-      // The body is handed over to the thread when it owns its memory (it is not read here again).
-      const owns = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-      const reply = (await pool.run(
-        { bytes, limits },
-        owns ? { transferList: [bytes.buffer as ArrayBuffer] } : {},
-      )) as PrepareReply;
-      // A Buffer arrives as a plain Uint8Array; PostgreSQL's driver takes Buffers as bytea.
-      if (reply.ok) return { ...reply.batch, requestHash: Buffer.from(reply.batch.requestHash) };
-      const e = reply.error;
-      throw new AppError(e.code, e.message, e.fieldErrors, e.details, e.retryAfterSeconds);
+      if (bytes.length < inlineBelowBytes) {
+        return { ...prepareBatch(bytes, limits), legacyRequestHash: async () => legacyRequestHash(bytes) };
+      }
+      const workers = (pool ??= new Piscina({
+        filename: taskFile(),
+        minThreads: 0,
+        maxThreads: threads,
+        idleTimeout: 60_000,
+      }));
+      const reply = (await workers.run({ bytes, limits }, handOver(bytes))) as PrepareReply;
+      if (!reply.ok) {
+        const e = reply.error;
+        throw new AppError(e.code, e.message, e.fieldErrors, e.details, e.retryAfterSeconds);
+      }
+      const body = reply.body; // handed back: hashed again only for a retry of an earlier job
+      return {
+        ...reply.batch,
+        // A Buffer arrives as a plain Uint8Array; PostgreSQL's driver takes Buffers as bytea.
+        requestHash: Buffer.from(reply.batch.requestHash),
+        legacyRequestHash: async () =>
+          Buffer.from(await workers.run({ bytes: body }, { name: 'legacyRequestHashTask', ...handOver(body) })),
+      };
     },
     async close() {
       await pool?.destroy();

@@ -1,4 +1,5 @@
 import { AppError } from '../../shared/errors.js';
+import { isBodyFingerprint } from '../../shared/request-hash.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
@@ -6,16 +7,21 @@ import { toImportJobDto } from '../import-jobs/store.js';
 import type { ImportJobDto } from '../import-jobs/schemas.js';
 import { chunkMessages } from './chunks.js';
 import { findImportJobByKey, insertImportJob } from './store.js';
-import type { PreparedBatch } from './prepare-batch.js';
+import type { PreparedBody } from './batch-pool.js';
 
 /** A validated request, its accepted targets already serialised and cut into chunks. */
-export type IngestRequest = PreparedBatch & {
+export type IngestRequest = PreparedBody & {
   kind: 'Single' | 'Batch';
   /** Idempotency-Key header, else externalBatchId, namespaced so the two never collide. */
   idempotencyKey: string | null;
 };
 
 export type IngestResult = ImportJobDto & { idempotentReplay: boolean };
+
+/** Whether a retry sent the body its import job was recorded with (by bytes, or by JSON for jobs recorded before). */
+async function sameBody(stored: Buffer, req: IngestRequest): Promise<boolean> {
+  return stored.equals(isBodyFingerprint(stored) ? req.requestHash : await req.legacyRequestHash());
+}
 
 /** Records the import job and produces its chunks (see recordThenProduce); replays answer the same job. */
 export function ingestTargets(
@@ -43,7 +49,7 @@ export function ingestTargets(
     });
     if (!row) {
       const existing = (await findImportJobByKey(tx, client.clientId, req.idempotencyKey!))!;
-      if (!existing.request_hash.equals(req.requestHash)) {
+      if (!(await sameBody(existing.request_hash, req))) {
         throw new AppError(
           'idempotency_conflict',
           'This idempotency key was already used with a different body; use a new key for a new request.',

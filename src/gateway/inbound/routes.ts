@@ -1,5 +1,5 @@
 import { inboundTargetSchema } from '../../shared/inbound/target-schema.js';
-import { requestHash } from '../../shared/request-hash.js';
+import { bodyFingerprint, requestHash } from '../../shared/request-hash.js';
 import { idempotencyKeyOf } from '../http/idempotency-key.js';
 import { parseOrThrow } from '../http/validate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
@@ -13,8 +13,9 @@ type Deps = WriteDeps;
 
 const idempotencyDescription =
   'Idempotency: send an Idempotency-Key header (1–200 visible ASCII characters; for a batch, externalBatchId ' +
-  'serves when the header is absent). The same key with the same body answers 200 with the same import job ' +
-  '(idempotentReplay=true, current status) and queues nothing again; the same key with a different body is a 409. ' +
+  'serves when the header is absent). The same key with the same body (byte for byte) answers 200 with the same ' +
+  'import job (idempotentReplay=true, current status) and queues nothing again; the same key with a different ' +
+  'body, even the same JSON written differently, is a 409. ' +
   'Keys are kept as long as the import job.';
 
 function idempotencyKey(header: string, externalBatchId: string | null): string | null {
@@ -45,14 +46,15 @@ export function inboundRoutes(deps: Deps, batches: BatchPreparer): RouteDefiniti
       errorStatuses: [409],
       maxInFlight: config.inboundMaxInFlight,
       inFlightGroup: 'inbound',
-      parseBody(raw): IngestRequest {
+      parseBody(raw, { bytes }): IngestRequest {
         const { sourceSystem, ...fields } = parseOrThrow(inboundTargetSchema, raw, 'body');
         return {
           kind: 'Single',
           sourceSystem,
           externalBatchId: null,
           idempotencyKey: null,
-          requestHash: requestHash(raw),
+          requestHash: bodyFingerprint(bytes),
+          legacyRequestHash: async () => requestHash(raw),
           received: 1,
           accepted: 1,
           rejectedCount: 0,

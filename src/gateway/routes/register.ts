@@ -136,7 +136,7 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
         throw new AppError('validation_failed', 'The request body is invalid.', errors);
       }
       body = route.parseBody
-        ? route.parseBody(raw.value, { unstorableItems: items })
+        ? route.parseBody(raw.value, { unstorableItems: items, bytes: raw.bytes })
         : parseOrThrow(route.body!, raw.value, 'body');
     }
     return { params, query, body };

@@ -29,6 +29,8 @@ export type HandlerInput<P, Q, B> = {
 export type ParseContext = {
   /** Per item index of `itemsField`: strings PostgreSQL could not store, with paths inside the item. */
   unstorableItems: ReadonlyMap<number, TextProblem[]>;
+  /** The body's bytes as sent (e.g. for a fingerprint). */
+  bytes: Buffer;
 };
 
 export type HandlerResult = { status: number; body: unknown; headers?: Record<string, string> };
