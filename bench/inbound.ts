@@ -36,6 +36,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { demo } from '../src/admin/commands/demo.js';
+import { gatewayNodeFlags } from '../src/gateway/node-flags.js';
 import { loadConfig } from '../src/shared/config.js';
 import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool } from '../src/shared/db/pool.js';
@@ -241,7 +242,10 @@ async function run() {
   log(`A0: ${a0.targetsPerSecond} targets/s; workers' group moved past ${skipped} messages`);
 
   // ---- A: the gateway under load ---------------------------------------------------------
-  gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', profArgs);
+  gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', [
+    ...gatewayNodeFlags,
+    ...profArgs,
+  ]);
   const url = (await gateway.waitFor(/gateway: listening on ([^\s"]+)/))[1]!;
   const idle = readMemory(gateway.pid);
   const peakReset = resetPeak(gateway.pid);

@@ -22,6 +22,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { demo } from '../src/admin/commands/demo.js';
+import { gatewayNodeFlags } from '../src/gateway/node-flags.js';
 import { loadConfig } from '../src/shared/config.js';
 import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool } from '../src/shared/db/pool.js';
@@ -179,7 +180,10 @@ async function run() {
 
   const profDir = process.env.BENCH_CPU_PROF;
   const profArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
-  gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', profArgs);
+  gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', [
+    ...gatewayNodeFlags,
+    ...profArgs,
+  ]);
   const base = (await gateway.waitFor(/gateway: listening on ([^\s"]+)/))[1]!;
   const victimKey = victimTenant.clients.all!.apiKey;
   await measure(base, victimKey, 3); // warm-up: JIT, connections, topics

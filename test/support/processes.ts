@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Config } from '../../src/shared/config.js';
+import { gatewayNodeFlags } from '../../src/gateway/node-flags.js';
 
 /** The environment a real service process needs to join a test's config (database, topics). */
 export const processEnv = (config: Config, extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
@@ -17,8 +18,14 @@ export type ProcessExit = { code: number | null; signal: NodeJS.Signals | null }
 const outputMax = 512 * 1024;
 
 /** A real service process (`node --import tsx <entry>`), its output and its exit. */
-function spawnService(entry: string, env: NodeJS.ProcessEnv, readyLine: RegExp, what: string) {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entry], {
+function spawnService(
+  entry: string,
+  env: NodeJS.ProcessEnv,
+  readyLine: RegExp,
+  what: string,
+  nodeFlags: readonly string[] = [],
+) {
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', entry], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -91,6 +98,7 @@ export function spawnGateway(config: Config, extra: Record<string, string> = {})
     processEnv(config, { HOST: '127.0.0.1', PORT: '0', ...extra }),
     /gateway: listening on (http:\/\/[^\s"]+)/,
     'gateway',
+    gatewayNodeFlags,
   );
   return {
     ...service,
