@@ -6,9 +6,7 @@ import { startBulkThread } from '../../shared/bulk-thread.js';
 import { legacyRequestHash, prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-batch.js';
 
 export type SerialisedAppError = Pick<AppError, 'code' | 'message' | 'fieldErrors' | 'details' | 'retryAfterSeconds'>;
-/** body: the task's bytes, handed back for a later legacyRequestHash (see batch-pool.ts). */
-export type PrepareReply =
-  { ok: true; batch: PreparedBatch; body: Uint8Array } | { ok: false; error: SerialisedAppError };
+export type PrepareReply = { ok: true; batch: PreparedBatch } | { ok: false; error: SerialisedAppError };
 
 startBulkThread('batch-parse'); // this module runs in parse threads only
 
@@ -20,10 +18,10 @@ export default function prepareBatchTask(task: { bytes: Uint8Array; limits: Batc
   try {
     const batch = prepareBatch(task.bytes, task.limits);
     const chunks = batch.chunks.map((c) => ({ items: c.items, bytes: owning(c.bytes) }));
-    const reply: PrepareReply = { ok: true, batch: { ...batch, chunks }, body: task.bytes };
-    // The chunks and the body (each up to 16 MiB) are handed over, not copied by the event loop.
+    const reply: PrepareReply = { ok: true, batch: { ...batch, chunks } };
+    // The chunks (up to the body's size) are handed over, not copied by the event loop.
     return Piscina.move({
-      [Piscina.transferableSymbol]: [...chunks.map((c) => c.bytes.buffer), task.bytes.buffer],
+      [Piscina.transferableSymbol]: chunks.map((c) => c.bytes.buffer),
       [Piscina.valueSymbol]: reply,
     } as unknown as ArrayBuffer);
   } catch (err) {
