@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # One image for every process of the service; docker-compose.yml picks the entry point:
-#   node --single-threaded-gc dist/gateway/server.js   HTTP gateway (default CMD, port 8080)
+#   node <flags> dist/gateway/server.js   HTTP gateway (default CMD, port 8080; flags: src/gateway/node-flags.ts)
 #   node dist/workers/runner.js       Kafka consumer groups named in WORKERS (empty: all kinds)
 #   node dist/shared/db/migrate-cli.js  create the database if missing, apply ./migrations, exit
 # Node 22 LTS, pinned to the exact release `npm test` runs the suite on (scripts/test reads
@@ -40,4 +40,4 @@ COPY migrations ./migrations
 USER 1000:1000
 EXPOSE 8080
 # Health checks live in docker-compose.yml (gateway: /readyz, worker: heartbeat file).
-CMD ["node", "--single-threaded-gc", "dist/gateway/server.js"]
+CMD ["node", "--single-threaded-gc", "--initial-old-space-size=128", "dist/gateway/server.js"]
