@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/shared/config.js';
 
@@ -9,6 +10,7 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBe('postgres://postgres@127.0.0.1:5432/connect');
     expect(c.rateLimitPerMinute).toBe(600);
     expect(c.workers).toEqual([]);
+    expect(c.inboundParseThreads).toBe(Math.max(2, availableParallelism() - 1));
   });
 
   it('parses lists and numbers', () => {
