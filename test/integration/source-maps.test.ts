@@ -36,7 +36,9 @@ describe('source maps', () => {
 
   it('are on wherever the compiled service starts', async () => {
     const [stack, dockerfile] = await Promise.all([readFile('scripts/stack', 'utf8'), readFile('Dockerfile', 'utf8')]);
-    expect(stack).toMatch(/scripts\/supervise .* node --enable-source-maps "\$\{ENTRY\[\$name\]\}"/);
+    expect(stack).toMatch(
+      /scripts\/supervise .* node --enable-source-maps (\$\{NODE_FLAGS\[\$name\]\} )?"\$\{ENTRY\[\$name\]\}"/,
+    );
     expect(dockerfile).toMatch(/^ENV NODE_OPTIONS=--enable-source-maps$/m);
   });
 });

@@ -100,9 +100,9 @@ export async function readRawBody(
 }
 
 /**
- * Reads and parses a JSON body (its bytes kept alongside): 415 for another media type, 413 past the limit, 408 when it does
- * not arrive within deadlineMs, 429 past the client's upload quota, and parseJsonBytes's 400s. A
- * missing body parses as undefined. A route may take other media types; a form body (formMediaType) parses to an object of its
+ * Reads and parses a JSON body, its bytes kept alongside: 415 for another media type, 413 past the
+ * limit, 408 when it does not arrive within deadlineMs, 429 past the client's upload quota, and
+ * parseJsonBytes's 400s. A missing body parses as undefined. A route may take other media types; a form body (formMediaType) parses to an object of its
  * parameters, a repeated parameter to an array of its values.
  */
 export async function readJsonBody(
