@@ -28,6 +28,8 @@
 // BENCH_A0_ROUNDS (3) and BENCH_B0_ROUNDS (3) (baselines repeated, median taken),
 // BENCH_PROBE (1; 0 skips P), BENCH_PROBE_CONCURRENCY (64), BENCH_PROBE_REQUESTS (4 × that),
 // BENCH_CPU_PROF (a directory: the gateway and the workers write V8 CPU profiles there),
+// BENCH_GATEWAY_NODE_FLAGS (the gateway's Node options instead of src/gateway/node-flags.ts's;
+// "none" for none), BENCH_LOG_DIR (a directory: each child's output is also written there),
 // DATABASE_URL (server to create the throwaway database on), KAFKA_BROKERS (127.0.0.1:9092).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,7 +38,6 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { demo } from '../src/admin/commands/demo.js';
-import { gatewayNodeFlags } from '../src/gateway/node-flags.js';
 import { loadConfig } from '../src/shared/config.js';
 import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool } from '../src/shared/db/pool.js';
@@ -54,6 +55,7 @@ import {
   resetPeak,
   runForResult,
   sampleMemory,
+  benchGatewayNodeFlags,
   spawnTsx,
   type Child,
   type PhaseCpu,
@@ -243,7 +245,7 @@ async function run() {
 
   // ---- A: the gateway under load ---------------------------------------------------------
   gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', [
-    ...gatewayNodeFlags,
+    ...benchGatewayNodeFlags(),
     ...profArgs,
   ]);
   const url = (await gateway.waitFor(/gateway: listening on ([^\s"]+)/))[1]!;

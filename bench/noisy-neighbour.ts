@@ -13,6 +13,7 @@
 // 12: /livez p99 under 50 ms while abused; the victim's p99 within 2× of quiet) are printed
 // next to the figures. Options (env): BENCH_PHASE_SECONDS (20), BENCH_FLOODS (8),
 // BENCH_TRICKLES (16), BENCH_CPU_PROF (a directory: the gateway writes a V8 CPU profile there),
+// BENCH_GATEWAY_NODE_FLAGS and BENCH_LOG_DIR (as bench/inbound.ts),
 // DATABASE_URL, KAFKA_BROKERS (127.0.0.1:9092), and the gateway's own settings (UPLOAD_BYTES_PER_SECOND
 // above all: the abuser's upload quota).
 import { execFileSync } from 'node:child_process';
@@ -22,7 +23,6 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { demo } from '../src/admin/commands/demo.js';
-import { gatewayNodeFlags } from '../src/gateway/node-flags.js';
 import { loadConfig } from '../src/shared/config.js';
 import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool } from '../src/shared/db/pool.js';
@@ -34,6 +34,7 @@ import {
   machineCores,
   machineCpu,
   runForResult,
+  benchGatewayNodeFlags,
   spawnTsx,
   type Child,
 } from './lib/processes.js';
@@ -181,7 +182,7 @@ async function run() {
   const profDir = process.env.BENCH_CPU_PROF;
   const profArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
   gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', [
-    ...gatewayNodeFlags,
+    ...benchGatewayNodeFlags(),
     ...profArgs,
   ]);
   const base = (await gateway.waitFor(/gateway: listening on ([^\s"]+)/))[1]!;

@@ -1,7 +1,9 @@
 // Child processes of bench/inbound.ts: the gateway, the worker runner, the load generator and the
 // bare producer each run as their own Node process (under tsx), and memory is read from /proc.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gatewayNodeFlags } from '../../src/gateway/node-flags.js';
 import { resultPrefix } from './stats.js';
 
 const repoRoot = new URL('../..', import.meta.url).pathname;
@@ -18,6 +20,19 @@ export type Child = {
   stop(graceMs?: number): Promise<number | null>;
 };
 
+/** BENCH_LOG_DIR: where every child's output is also written (e.g. a gateway run with --trace-gc). */
+const logDir = process.env.BENCH_LOG_DIR ?? '';
+
+/**
+ * The gateway's Node options: src/gateway/node-flags.ts's, or BENCH_GATEWAY_NODE_FLAGS instead
+ * (space-separated; "none" for none), to compare V8 settings as node-flags.ts reports them.
+ */
+export function benchGatewayNodeFlags(): readonly string[] {
+  const set = process.env.BENCH_GATEWAY_NODE_FLAGS?.trim();
+  if (!set) return gatewayNodeFlags;
+  return set === 'none' ? [] : set.split(/\s+/);
+}
+
 export function spawnTsx(script: string, env: NodeJS.ProcessEnv, label: string, nodeArgs: string[] = []): Child {
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], {
     cwd: repoRoot, // scripts are named relative to the repository, and tsx resolves from there
@@ -27,6 +42,7 @@ export function spawnTsx(script: string, env: NodeJS.ProcessEnv, label: string, 
   let output = '';
   const keep = (d: Buffer) => {
     output += d.toString();
+    if (logDir) appendFileSync(join(logDir, `${label.replaceAll(' ', '-')}.log`), d);
     if (output.length > 4_000_000) output = output.slice(-2_000_000); // a chatty child must not grow us
   };
   child.stdout!.on('data', keep);
