@@ -18,20 +18,28 @@ export type IngestRequest = PreparedBody & {
 
 export type IngestResult = ImportJobDto & { idempotentReplay: boolean };
 
+/** The import job a replayed key names, as stored. */
+type RecordedJob = NonNullable<Awaited<ReturnType<typeof findImportJobByKey>>>;
+
 /** Whether a retry sent the body its import job was recorded with (by bytes, or by JSON for jobs recorded before). */
 async function sameBody(stored: Buffer, req: IngestRequest): Promise<boolean> {
   return stored.equals(isBodyFingerprint(stored) ? req.requestHash : await req.legacyRequestHash());
 }
 
-/** Records the import job and produces its chunks (see recordThenProduce); replays answer the same job. */
-export function ingestTargets(
+/**
+ * Records the import job and produces its chunks (see recordThenProduce); replays answer the same
+ * job. A replay's body is compared after the transaction ends: for a job recorded before
+ * fingerprints of bytes that means hashing the body again in a parse thread, which must not hold
+ * an edge connection while it waits.
+ */
+export async function ingestTargets(
   deps: WriteDeps,
   client: AuthenticatedClient,
   ids: { requestId: string; correlationId: string },
   req: IngestRequest,
 ): Promise<IngestResult> {
   const { chunks } = req;
-  return recordThenProduce<IngestResult>(deps, async (tx) => {
+  const recorded = await recordThenProduce<IngestResult | { replayOf: RecordedJob }>(deps, async (tx) => {
     const row = await insertImportJob(tx, {
       tenantId: client.tenantId,
       clientId: client.clientId,
@@ -47,18 +55,7 @@ export function ingestTargets(
       errors: req.errors,
       errorsOmitted: req.errorsOmitted,
     });
-    if (!row) {
-      const existing = (await findImportJobByKey(tx, client.clientId, req.idempotencyKey!))!;
-      if (!(await sameBody(existing.request_hash, req))) {
-        throw new AppError(
-          'idempotency_conflict',
-          'This idempotency key was already used with a different body; use a new key for a new request.',
-          null,
-          { importJobId: Number(existing.id) },
-        );
-      }
-      return { result: { ...toImportJobDto(existing), idempotentReplay: true } };
-    }
+    if (!row) return { result: { replayOf: (await findImportJobByKey(tx, client.clientId, req.idempotencyKey!))! } };
     const importJobId = String(row.id);
     const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
     const messages = chunkMessages(importJobId, req.sourceSystem, chunks, meta);
@@ -67,4 +64,15 @@ export function ingestTargets(
       produce: { topic: topicNames(deps.config).inboundTargets, messages, recordId: importJobId },
     };
   });
+  if (!('replayOf' in recorded)) return recorded;
+  const existing = recorded.replayOf;
+  if (!(await sameBody(existing.request_hash, req))) {
+    throw new AppError(
+      'idempotency_conflict',
+      'This idempotency key was already used with a different body; use a new key for a new request.',
+      null,
+      { importJobId: Number(existing.id) },
+    );
+  }
+  return { ...toImportJobDto(existing), idempotentReplay: true };
 }
