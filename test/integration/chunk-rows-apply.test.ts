@@ -1,21 +1,29 @@
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chunkMessages, cutIntoChunks } from '../../src/gateway/inbound/chunks.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { chunkRowColumns } from '../../src/shared/inbound/chunk-message.js';
 import type { TargetFields } from '../../src/shared/inbound/target-schema.js';
 import type { InboundMessage } from '../../src/shared/kafka/bus.js';
-import { applyChunk } from '../../src/workers/inbound/apply-chunk.js';
+import { applyChunk, type ChunkOutcome } from '../../src/workers/inbound/apply-chunk.js';
+import { CopyFirstPolicy } from '../../src/workers/inbound/copy-first.js';
 import { decodeChunk } from '../../src/workers/inbound/decode-chunk.js';
 import { PermanentMessageError } from '../../src/workers/permanent-error.js';
 import { v1ChunkValue } from '../support/chunk-messages.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { createDemo, insertImportJob, type Demo } from '../support/fixtures.js';
+import { eventually } from '../support/kafka.js';
+import { scaled } from '../support/time-scale.js';
 import { mulberry32 } from '../support/prng.js';
 
-// A v2 chunk (COPY rows into a staging table, then one upsert) must store exactly what the v1
-// chunk (one JSON document parsed by PostgreSQL) stores, for any target the gateway accepts:
-// generated targets full of what either format treats specially (backslashes, newlines, tabs,
+// A v2 chunk must store exactly what the v1 chunk (one JSON document parsed by PostgreSQL)
+// stores, for any target the gateway accepts, on either of its paths: COPY straight into
+// `targets` when all its targets are new, COPY into a staging table and one upsert when not.
+// Generated targets full of what the formats treat specially (backslashes, newlines, tabs,
 // quotes, braces, commas, the word NULL, NULLs and absent fields, repeated external ids, odd
-// numbers), applied both ways into the real database and compared column by column as text.
+// numbers) are applied each way into the real database and compared column by column as text.
+// Then what sends a chunk from the first path to the second: existing targets, an external id
+// twice, a concurrent chunk inserting the same new target, a deadlock with one.
 
 const rnd = mulberry32(2026_11_25);
 const pick = <T>(values: readonly T[]): T => values[Math.floor(rnd() * values.length)]!;
@@ -72,7 +80,7 @@ let pool: Pool;
 let demo: Demo;
 beforeAll(async () => {
   db = await createTestDatabase();
-  pool = createPool(db.url, 2, 'chunk-rows-apply');
+  pool = createPool(db.url, 4, 'chunk-rows-apply'); // one more than the concurrency tests hold
   demo = await createDemo(pool);
 });
 afterAll(async () => {
@@ -81,6 +89,29 @@ afterAll(async () => {
 });
 
 const asMessage = (value: Buffer | string) => ({ value: Buffer.from(value) }) as InboundMessage;
+/** Never tries COPY straight into targets: every v2 chunk goes through the staging table. */
+const upsertOnly = { shouldTry: () => false, missed: () => undefined };
+
+const storedColumns = `(name, address, latitude, longitude, time_windows, service_duration_minutes, priority, tags,
+                        metadata, last_import_job_id, last_item_index)::text`;
+const stored = async (tenantId: string, sourceSystem: string) =>
+  (
+    await pool.query<{ external_id: string; columns: string }>(
+      `SELECT external_id, ${storedColumns} AS columns FROM targets WHERE tenant_id = $1 AND source_system = $2
+        ORDER BY external_id COLLATE "C"`,
+      [tenantId, sourceSystem],
+    )
+  ).rows;
+
+/** A job's targets as decoded v2 chunks of about `maxBytes` each. */
+function v2Chunks(job: number, sourceSystem: string, targets: TargetFields[], maxBytes = 1 << 20) {
+  const ids = { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId, requestId: null, correlationId: null };
+  const items = targets.map((target, index) => ({ index, target }));
+  return chunkMessages(String(job), sourceSystem, cutIntoChunks(items, maxBytes), ids).map((m) =>
+    decodeChunk(asMessage(m.value as Buffer)),
+  );
+}
+const newJob = () => insertImportJob(pool, { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId });
 
 describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', () => {
   it('for 1,500 generated targets in chunks of a few kilobytes, applied in two source systems', async () => {
@@ -101,20 +132,15 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
     expect(v2.every((c) => c.format === 'rows') && v1.every((c) => c.format === 'json')).toBe(true);
     // Both apply into the same job's ledger: chunk indexes must not collide, so v1 goes first and
     // its ledger rows are removed before v2 claims the same indexes.
-    for (const chunk of v1) expect(await applyChunk(pool, chunk, (load) => load())).toBe('applied');
+    for (const chunk of v1) expect(await applyChunk(pool, chunk, (load) => load())).toBe('upserted');
     await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
-    for (const chunk of v2) expect(await applyChunk(pool, chunk, (load) => load())).toBe('applied');
+    // Repeated external ids: every chunk goes through the staging table, whether it tries COPY first or not.
+    const outcomes = [];
+    for (const [i, chunk] of v2.entries())
+      outcomes.push(await applyChunk(pool, chunk, (load) => load(), i % 2 ? upsertOnly : new CopyFirstPolicy()));
+    expect(new Set(outcomes)).toEqual(new Set(['upserted']));
 
-    const stored = async (sourceSystem: string) =>
-      (
-        await pool.query<{ external_id: string; columns: string }>(
-          `SELECT external_id, (name, address, latitude, longitude, time_windows, service_duration_minutes, priority,
-                                tags, metadata, last_import_job_id, last_item_index)::text AS columns
-             FROM targets WHERE tenant_id = $1 AND source_system = $2 ORDER BY external_id COLLATE "C"`,
-          [caller.tenantId, sourceSystem],
-        )
-      ).rows;
-    const [fromJson, fromRows] = [await stored('v1'), await stored('v2')];
+    const [fromJson, fromRows] = [await stored(caller.tenantId, 'v1'), await stored(caller.tenantId, 'v2')];
     expect(fromJson.length).toBe(new Set(items.map((i) => i.target.externalId)).size);
     expect(fromRows).toEqual(fromJson);
 
@@ -122,6 +148,38 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
     const all = fromRows.map((r) => r.columns).join('');
     for (const special of ['\\\\', '\\n', '\\t', '\\r', 'NULL', '{', '🏠']) expect(all).toContain(special);
     expect(fromRows.some((r) => r.external_id.includes('\t'))).toBe(true);
+  });
+
+  it('stores new targets COPYd straight into targets as the staging table and upsert store them', async () => {
+    // Unique external ids (still full of specials): every chunk is all new.
+    const targets = Array.from({ length: 1200 }, (_, i) => {
+      const t = generatedTarget(i);
+      return { ...t, externalId: `${i}${t.externalId}` };
+    });
+    const job = await newJob();
+    const policy = new CopyFirstPolicy();
+    const outcomes: ChunkOutcome[] = [];
+    for (const chunk of v2Chunks(job, 'copied', targets, 8_000))
+      outcomes.push(await applyChunk(pool, chunk, (l) => l(), policy));
+    await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
+    for (const chunk of v2Chunks(job, 'upserted', targets, 8_000))
+      expect(await applyChunk(pool, chunk, (l) => l(), upsertOnly)).toBe('upserted');
+
+    expect(outcomes.length).toBeGreaterThan(10);
+    expect(new Set(outcomes)).toEqual(new Set(['copied']));
+    const [copied, upserted] = [await stored(demo.tenantId, 'copied'), await stored(demo.tenantId, 'upserted')];
+    expect(copied).toHaveLength(targets.length);
+    expect(copied).toEqual(upserted);
+    const all = copied.map((r) => r.columns).join('');
+    for (const special of ['\\\\', '\\n', '\\t', 'NULL', '🏠']) expect(all).toContain(special);
+  });
+
+  it('refuses a chunk whose rows do not number what it names on the COPY path too, writing nothing', async () => {
+    const [chunk] = v2Chunks(await newJob(), 'miscounted', [generatedTarget(1), generatedTarget(2)]);
+    await expect(applyChunk(pool, { ...chunk!, itemCount: 3 }, (l) => l(), new CopyFirstPolicy())).rejects.toThrow(
+      PermanentMessageError,
+    );
+    expect(await stored(demo.tenantId, 'miscounted')).toEqual([]);
   });
 
   it("leaves nothing in the session's staging table for the next chunk, committed or refused", async () => {
@@ -140,12 +198,12 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
       };
       const targets = Array.from({ length: 20 }, (_, i) => ({ ...generatedTarget(i), externalId: `leak-${i}` }));
 
-      expect(await applyChunk(onePool, await chunkOf('first', targets.slice(0, 10)), (l) => l())).toBe('applied');
+      const apply = async (chunk: ReturnType<typeof decodeChunk>) => applyChunk(onePool, chunk, (l) => l(), upsertOnly);
+      expect(await apply(await chunkOf('first', targets.slice(0, 10)))).toBe('upserted');
       expect(await staged()).toBe(0);
-      const refused = applyChunk(onePool, await chunkOf('refused', targets.slice(10), 11), (l) => l());
-      await expect(refused).rejects.toThrow(PermanentMessageError);
+      await expect(apply(await chunkOf('refused', targets.slice(10), 11))).rejects.toThrow(PermanentMessageError);
       expect(await staged()).toBe(0);
-      expect(await applyChunk(onePool, await chunkOf('second', targets.slice(10)), (l) => l())).toBe('applied');
+      expect(await apply(await chunkOf('second', targets.slice(10)))).toBe('upserted');
 
       const { rows } = await pool.query(
         `SELECT source_system, count(*)::int AS n FROM targets WHERE tenant_id = $1 AND external_id LIKE 'leak-%'
@@ -158,6 +216,136 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
       ]);
     } finally {
       await onePool.end();
+    }
+  });
+});
+
+describe('a chunk that is not all new goes through the staging table and upsert', () => {
+  const target = (externalId: string, name: string): TargetFields => ({ externalId, name });
+  const names = async (sourceSystem: string) =>
+    (
+      await pool.query<{ external_id: string; name: string; job: number }>(
+        `SELECT external_id, name, last_import_job_id::int AS job FROM targets WHERE tenant_id = $1 AND source_system = $2
+          ORDER BY external_id COLLATE "C"`,
+        [demo.tenantId, sourceSystem],
+      )
+    ).rows.map((r) => `${r.external_id}=${r.name}`);
+
+  it('when targets exist, with newer data winning, and the next chunks of that source skip COPY for a while', async () => {
+    const policy = new CopyFirstPolicy(2);
+    const apply = async (job: number, targets: TargetFields[]) =>
+      applyChunk(pool, v2Chunks(job, 'existing', targets)[0]!, (l) => l(), policy);
+    const [older, first, second, third, fourth] = [
+      await newJob(),
+      await newJob(),
+      await newJob(),
+      await newJob(),
+      await newJob(),
+    ];
+
+    expect(await apply(first, [target('a', 'a1'), target('b', 'b1')])).toBe('copied');
+    expect(await apply(second, [target('c', 'c2'), target('b', 'b2')])).toBe('upserted'); // b exists
+    expect(await apply(older, [target('a', 'a0'), target('d', 'd0')])).toBe('upserted'); // skipped COPY (1 of 2)
+    expect(await apply(third, [target('e', 'e3')])).toBe('upserted'); // skipped COPY (2 of 2)
+    expect(await apply(fourth, [target('f', 'f4')])).toBe('copied'); // tries again
+    // The older job's a0 lost to a1; its d0 was new.
+    expect(await names('existing')).toEqual(['a=a1', 'b=b2', 'c=c2', 'd=d0', 'e=e3', 'f=f4']);
+  });
+
+  it('when the chunk names an external id twice: the later item wins', async () => {
+    const [chunk] = v2Chunks(await newJob(), 'twice', [target('x', 'first'), target('y', 'y'), target('x', 'later')]);
+    expect(await applyChunk(pool, chunk!, (l) => l(), new CopyFirstPolicy())).toBe('upserted');
+    expect(await names('twice')).toEqual(['x=later', 'y=y']);
+  });
+
+  it('when an earlier gateway wrote NULL for time windows, tags and metadata: stored as their defaults', async () => {
+    const [chunk] = v2Chunks(await newJob(), 'nulls', [target('n', 'n')]);
+    if (chunk?.format !== 'rows') throw new Error('expected a v2 chunk');
+    const columns = chunk.rows.toString().slice(0, -1).split('\t');
+    for (const column of ['time_windows', 'tags', 'metadata'] as const)
+      columns[chunkRowColumns.indexOf(column)] = '\\N';
+    const earlier = { ...chunk, rows: Buffer.from(`${columns.join('\t')}\n`) };
+    expect(await applyChunk(pool, earlier, (l) => l(), new CopyFirstPolicy())).toBe('upserted');
+    const { rows } = await pool.query(
+      `SELECT time_windows, tags, metadata FROM targets WHERE tenant_id = $1 AND source_system = 'nulls'`,
+      [demo.tenantId],
+    );
+    expect(rows).toEqual([{ time_windows: [], tags: [], metadata: {} }]);
+  });
+
+  // Another transaction holds a new target the chunk also inserts; the chunk's COPY waits for it.
+  async function withHeldTarget(
+    sourceSystem: string,
+    heldId: string,
+    whileWaiting: (holder: pg.PoolClient) => Promise<void>,
+    applyPool = pool,
+  ): Promise<ChunkOutcome> {
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(
+        `INSERT INTO targets (tenant_id, source_system, external_id, name, last_import_job_id, last_item_index)
+         VALUES ($1, $2, $3, 'held', 0, 0)`,
+        [demo.tenantId, sourceSystem, heldId],
+      );
+      const job = await newJob();
+      const targets = ['m1', 'm2', 'm3'].map((id) => target(id, `${id}-chunk`));
+      const applying = applyChunk(
+        applyPool,
+        v2Chunks(job, sourceSystem, targets)[0]!,
+        (l) => l(),
+        new CopyFirstPolicy(),
+      );
+      await eventually(
+        async () =>
+          (
+            await pool.query(
+              `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'COPY targets %'`,
+            )
+          ).rowCount! > 0 || undefined,
+        30_000,
+        "the chunk's COPY waiting for the held target",
+      );
+      await whileWaiting(holder);
+      return await applying;
+    } finally {
+      holder.release();
+    }
+  }
+
+  it('when a concurrent transaction inserts the same new target first', async () => {
+    const outcome = await withHeldTarget('raced', 'm2', (holder) => holder.query('COMMIT').then(() => undefined));
+    expect(outcome).toBe('upserted');
+    // The chunk's data is newer (job > 0) than the held row's: it wins there too.
+    expect(await names('raced')).toEqual(['m1=m1-chunk', 'm2=m2-chunk', 'm3=m3-chunk']);
+  });
+
+  it('when it deadlocks with a concurrent transaction inserting the same new targets in another order', async () => {
+    // PostgreSQL looks for a deadlock once per wait, deadlock_timeout after it began, in the
+    // waiting session, which then gives way. The chunk's session waits first (for m3, holding
+    // m1) and looks after 5 s; the holder then waits for m1 and would look only after 60 s.
+    const url = new URL(db.url);
+    url.searchParams.set('options', `-c deadlock_timeout=${scaled(5000)}`);
+    const chunkPool = createPool(url.toString(), 1, 'chunk-rows-apply-deadlock');
+    try {
+      const outcome = await withHeldTarget(
+        'deadlocked',
+        'm3',
+        async (holder) => {
+          await holder.query(`SET LOCAL deadlock_timeout = '60s'`);
+          await holder.query(
+            `INSERT INTO targets (tenant_id, source_system, external_id, name, last_import_job_id, last_item_index)
+             VALUES ($1, 'deadlocked', 'm1', 'held', 0, 0)`,
+            [demo.tenantId],
+          );
+          await holder.query('COMMIT');
+        },
+        chunkPool,
+      );
+      expect(outcome).toBe('upserted');
+      expect(await names('deadlocked')).toEqual(['m1=m1-chunk', 'm2=m2-chunk', 'm3=m3-chunk']);
+    } finally {
+      await chunkPool.end();
     }
   });
 });

@@ -13,7 +13,7 @@ const columns = (row: string) => {
 };
 
 describe('targetRow', () => {
-  it('writes each column in the order of chunkRowColumns, absent fields as NULL', () => {
+  it('writes each column in the order of chunkRowColumns, absent fields as NULL or the column default', () => {
     const row = columns(
       targetRow(4, { externalId: 'e-1', name: 'Site', coordinates: { latitude: 52.5, longitude: -0 } }),
     );
@@ -24,11 +24,11 @@ describe('targetRow', () => {
       address: '\\N',
       latitude: '52.5',
       longitude: '0',
-      time_windows: '\\N',
+      time_windows: '[]', // NOT NULL columns: their defaults
       service_duration_minutes: '\\N',
       priority: '\\N',
-      tags: '\\N',
-      metadata: '\\N',
+      tags: '{}',
+      metadata: '{}',
     });
   });
 

@@ -1,17 +1,10 @@
 import type { TargetFields } from '../../shared/inbound/target-schema.js';
+import { copyNull as nullValue, copyText } from '../../shared/inbound/copy-text.js';
 
-// A target as one row of PostgreSQL's COPY text format, in the column order of chunkRowColumns
-// (src/shared/inbound/chunk-message.ts, inbound.targets.chunk v2). In that format a backslash,
-// newline, carriage return and tab in a value are written as \\, \n, \r and \t; \N is NULL;
-// every other character stands for itself. The gateway refused NUL and unpaired surrogates
-// already (src/shared/text/storable.ts), so every string here encodes to UTF-8 as it is.
-
-const copySpecial = /[\\\n\r\t]/;
-const copySpecials = /[\\\n\r\t]/g;
-const copyEscapes: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-const copyText = (s: string): string => (copySpecial.test(s) ? s.replace(copySpecials, (c) => copyEscapes[c]!) : s);
-
-const nullValue = '\\N';
+// A target as one row of PostgreSQL's COPY text format (src/shared/inbound/copy-text.ts), in the
+// column order of chunkRowColumns (src/shared/inbound/chunk-message.ts, inbound.targets.chunk v2).
+// The gateway refused NUL and unpaired surrogates already (src/shared/text/storable.ts), so every
+// string here encodes to UTF-8 as it is.
 
 /** A JSON value as a jsonb column: JSON.stringify escapes newlines, tabs and CRs itself; its backslashes are doubled. */
 const jsonColumn = (value: unknown): string => {
@@ -27,16 +20,18 @@ const numberColumn = (value: number | null | undefined): string => (value == nul
 const arraySpecial = /["\\]/;
 const arraySpecials = /["\\]/g;
 const arrayElement = (s: string): string => `"${arraySpecial.test(s) ? s.replace(arraySpecials, '\\$&') : s}"`;
-const textArrayColumn = (values: readonly string[] | null | undefined): string =>
-  values == null ? nullValue : copyText(`{${values.map(arrayElement).join(',')}}`);
+const textArrayColumn = (values: readonly string[]): string => copyText(`{${values.map(arrayElement).join(',')}}`);
 
 /**
  * One item of a chunk as a COPY text row, newline included, its columns in the order of
  * chunkRowColumns (a template, not a map over that list: half the CPU; the worker's COPY names
  * the same list, and test/integration/chunk-rows-apply.test.ts proves both paths store the same).
+ * Absent time windows, tags and metadata are written as the targets table's defaults ([], {}, {})
+ * rather than NULL: those columns are NOT NULL, and the worker COPYs a chunk of new targets
+ * straight into that table (src/workers/inbound/apply-chunk.ts).
  */
 export function targetRow(index: number, t: TargetFields): string {
   const c = t.coordinates;
   const place = c == null ? `${nullValue}\t${nullValue}` : `${c.latitude}\t${c.longitude}`;
-  return `${index}\t${copyText(t.externalId)}\t${copyText(t.name)}\t${jsonColumn(t.address)}\t${place}\t${jsonColumn(t.timeWindows)}\t${numberColumn(t.serviceDurationMinutes)}\t${numberColumn(t.priority)}\t${textArrayColumn(t.tags)}\t${jsonColumn(t.metadata)}\n`;
+  return `${index}\t${copyText(t.externalId)}\t${copyText(t.name)}\t${jsonColumn(t.address)}\t${place}\t${t.timeWindows == null ? '[]' : jsonColumn(t.timeWindows)}\t${numberColumn(t.serviceDurationMinutes)}\t${numberColumn(t.priority)}\t${t.tags == null ? '{}' : textArrayColumn(t.tags)}\t${t.metadata == null ? '{}' : jsonColumn(t.metadata)}\n`;
 }

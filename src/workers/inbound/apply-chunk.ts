@@ -5,9 +5,12 @@ import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
+import { CopyFirstPolicy } from './copy-first.js';
 import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
+import { withOwnerColumns } from './owner-columns.js';
 import {
   claimChunk,
+  copyNewTargets,
   copyRows,
   createStagingTable,
   finishChunk,
@@ -17,20 +20,30 @@ import {
   upsertTargets,
 } from './sql.js';
 
-export type ChunkOutcome = 'applied' | 'duplicate' | 'orphan';
+/**
+ * What applying a chunk did: `copied` (all its targets were new: COPY straight into `targets`),
+ * `upserted` (through the staging table and upsert, or a v1 chunk's JSON), `duplicate` (applied
+ * before: nothing changed), `orphan` (its import job does not exist).
+ */
+export type ChunkOutcome = 'copied' | 'upserted' | 'duplicate' | 'orphan';
+
+/** One per worker process: what it learnt about which sources send new targets. */
+const processCopyFirst = new CopyFirstPolicy();
 
 /**
  * Applies one chunk in one transaction: lock the job, claim the chunk in the ledger (a
- * redelivered chunk finds its claim and changes nothing), upsert its targets, count it.
+ * redelivered chunk finds its claim and changes nothing), write its targets, count it.
  * A crash anywhere before COMMIT leaves no trace; after it, the claim makes redelivery a no-op.
- * PostgreSQL reads the targets from the message's bytes: a v2 chunk's rows with COPY into the
- * session's staging table, a v1 chunk's JSON as one jsonb parameter. A chunk whose items do not
- * number what it says is refused (permanent) before COMMIT.
+ * PostgreSQL reads the targets from the message's bytes: a v2 chunk's rows with COPY (straight
+ * into `targets` when they are all new, else into the session's staging table and then one
+ * upsert), a v1 chunk's JSON as one jsonb parameter. A chunk whose items do not number what it
+ * says is refused (permanent) before COMMIT.
  */
 export async function applyChunk(
   pool: Pool,
   chunk: ChunkToApply,
   awaitJob: (load: () => Promise<unknown>) => Promise<unknown>,
+  copyFirst: Pick<CopyFirstPolicy, 'shouldTry' | 'missed'> = processCopyFirst,
 ): Promise<ChunkOutcome> {
   const { header, itemCount } = chunk;
   const { importJobId, chunkIndex, sourceSystem } = header.payload;
@@ -40,17 +53,54 @@ export async function applyChunk(
     const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
     if (claimed.rowCount === 0) return 'duplicate';
     const owner = [header.tenantId, sourceSystem, importJobId]; // $1–$3 of either upsert
+    let outcome: ChunkOutcome = 'upserted';
     if (chunk.format === 'rows') {
-      checkItemCount(chunk, await stageRows(tx, chunk.rows));
-      await tx.query(upsertStagedTargets, owner);
+      if (copyFirst.shouldTry(header.tenantId, sourceSystem) && (await copyNewTargetsIn(tx, chunk, copyFirst))) {
+        outcome = 'copied';
+      } else {
+        checkItemCount(chunk, await stageRows(tx, chunk.rows));
+        await tx.query(upsertStagedTargets, owner);
+      }
     } else {
       const upserted = await tx.query<{ item_count: number }>(upsertTargets, [...owner, jsonbBinary(chunk.value)]);
       checkItemCount(chunk, upserted.rows[0]!.item_count);
     }
     const finished = await tx.query(finishChunk, [importJobId, itemCount, 0, null, null, maxStoredItemErrors]);
     await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
-    return 'applied';
+    return outcome;
   });
+}
+
+// Why a COPY straight into `targets` fails when the chunk is sound but not all new: a target
+// exists (or the chunk names one twice); a concurrent chunk inserting the same new targets in
+// another order (the upsert locks them in external-id order, COPY in item order); a NULL time
+// window, tag list or metadata from a gateway before 2026-11-26 (the staging path writes defaults).
+const notAllNew = new Set(['23505', '40P01', '23502']);
+
+/**
+ * Tries a v2 chunk as new targets (copyNewTargets, sql.ts) under a savepoint: true when COPY took
+ * them all; false, with nothing written, when one was not new. Any other failure (a row that does
+ * not parse, a wrong item count) is the chunk's own and is thrown as before.
+ */
+async function copyNewTargetsIn(
+  tx: PoolClient,
+  chunk: Extract<ChunkToApply, { format: 'rows' }>,
+  copyFirst: Pick<CopyFirstPolicy, 'missed'>,
+): Promise<boolean> {
+  const { tenantId, payload } = chunk.header;
+  const rows = withOwnerColumns(chunk.rows, tenantId, payload.sourceSystem, payload.importJobId);
+  await tx.query('SAVEPOINT copy_new_targets'); // released by COMMIT
+  try {
+    const copy = tx.query(copyFrom(copyNewTargets));
+    await pipeline(Readable.from([rows]), copy);
+    checkItemCount(chunk, copy.rowCount);
+    return true;
+  } catch (err) {
+    if (!notAllNew.has((err as { code?: unknown } | null)?.code as string)) throw err;
+    await tx.query('ROLLBACK TO SAVEPOINT copy_new_targets');
+    copyFirst.missed(tenantId, payload.sourceSystem);
+    return false;
+  }
 }
 
 /** COPYs a v2 chunk's rows into this session's staging table; returns how many rows it read. */

@@ -30,7 +30,8 @@ export const inboundWorker: WorkerKind = {
             () => edgeWriterDone(deps.pool, importJobId),
           ),
         );
-        if (outcome !== 'applied') log.debug({ importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
+        if (outcome === 'duplicate' || outcome === 'orphan')
+          log.debug({ importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
       },
       log,
     );

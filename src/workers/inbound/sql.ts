@@ -70,6 +70,17 @@ export const createStagingTable = `
 export const copyRows = `COPY inbound_chunk_rows (${chunkRowColumns.join(', ')}) FROM STDIN`;
 
 /**
+ * A v2 chunk of new targets straight into `targets`, its rows prefixed with their owner
+ * (owner-columns.ts): a plain insert, as a bare COPY does, without the staging table, sort and
+ * conflict checks of upsertStagedTargets (a third less of PostgreSQL's time per chunk, measured
+ * 2026-11-26). A target that exists already, or one external id twice in the chunk, fails it with
+ * a unique violation; the worker then rolls it back and applies the chunk with the upsert.
+ */
+export const copyNewTargets = `COPY targets (tenant_id, source_system, last_import_job_id, ${chunkRowColumns
+  .map((c) => (c === 'item_index' ? 'last_item_index' : c))
+  .join(', ')}) FROM STDIN`;
+
+/**
  * upsertTargets for the rows COPY staged: the same rules (the last item of an external id wins,
  * rows in external-id byte order, a row only takes data from a later (job, item)) without a JSON
  * document to parse. $1 tenant, $2 source system, $3 import job.
