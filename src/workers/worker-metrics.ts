@@ -17,15 +17,26 @@ export type MessageOutcome = 'applied' | 'failed_attempt' | 'dead_lettered';
  */
 export type WebhookOutcome = 'succeeded' | 'retry_scheduled' | 'gave_up' | 'lease_lost';
 
+/**
+ * How the inbound worker applied a chunk (src/workers/inbound/apply-chunk.ts): `copied` (all its
+ * targets new: COPY straight into `targets`), `upserted` (through the staging table and upsert,
+ * or a v1 chunk's JSON), `duplicate` (applied before: nothing changed), `orphan` (its import job
+ * does not exist).
+ */
+export const inboundChunkOutcomes = ['copied', 'upserted', 'duplicate', 'orphan'] as const;
+export type InboundChunkOutcome = (typeof inboundChunkOutcomes)[number];
+
 export interface WorkerMetrics {
   messages(kind: string, outcome: MessageOutcome, count?: number): void;
   /** Seconds one successful handleBatch call took (a fetched batch, or the part of it that could run). */
   applyDuration(kind: string, seconds: number): void;
   webhookAttempt(outcome: WebhookOutcome): void;
+  inboundChunk(outcome: InboundChunkOutcome): void;
 }
 
 export const noWorkerMetrics: WorkerMetrics = {
   messages: () => undefined,
   applyDuration: () => undefined,
   webhookAttempt: () => undefined,
+  inboundChunk: () => undefined,
 };

@@ -107,6 +107,10 @@ describe('worker /metrics, /livez, /readyz', () => {
     expect(valueOf(s, 'worker_messages_total', { ...inbound, outcome: 'applied' })).toBe(chunks);
     expect(valueOf(s, 'worker_messages_total', { ...inbound, outcome: 'failed_attempt' })).toBe(1);
     expect(valueOf(s, 'worker_messages_total', { ...inbound, outcome: 'dead_lettered' })).toBe(1);
+    // New targets throughout: every chunk COPYd straight into targets.
+    expect(
+      Object.fromEntries(samplesOf(s, 'worker_inbound_chunks_total').map((x) => [x.labels.outcome, x.value])),
+    ).toEqual({ copied: chunks, upserted: 0, duplicate: 0, orphan: 0 });
     const applyCalls = valueOf(s, 'worker_apply_duration_seconds_count', inbound)!;
     expect(applyCalls).toBeGreaterThanOrEqual(1);
     expect(applyCalls).toBeLessThanOrEqual(chunks);

@@ -30,6 +30,7 @@ async function run(apply: (m: InboundMessage, attempt: number) => void, options:
     },
     applyDuration: (_kind, seconds) => durations.push(seconds),
     webhookAttempt: () => undefined,
+    inboundChunk: () => undefined,
   };
   let handler: BatchHandler | undefined;
   const group = { run: async (_t: string[], h: BatchHandler) => void (handler = h) } as unknown as ConsumerGroup;

@@ -94,6 +94,7 @@ describe('Grafana dashboard of the workers', () => {
       'kafka_consumer_lag_errors_total',
       'webhook_deliveries_total',
       'webhook_queue_depth',
+      'worker_inbound_chunks_total',
       'import_jobs',
       'worker_scrape_query_errors_total',
     ])

@@ -5,6 +5,7 @@ import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
+import type { InboundChunkOutcome } from '../worker-metrics.js';
 import { CopyFirstPolicy } from './copy-first.js';
 import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
 import { withOwnerColumns } from './owner-columns.js';
@@ -20,12 +21,8 @@ import {
   upsertTargets,
 } from './sql.js';
 
-/**
- * What applying a chunk did: `copied` (all its targets were new: COPY straight into `targets`),
- * `upserted` (through the staging table and upsert, or a v1 chunk's JSON), `duplicate` (applied
- * before: nothing changed), `orphan` (its import job does not exist).
- */
-export type ChunkOutcome = 'copied' | 'upserted' | 'duplicate' | 'orphan';
+/** What applying a chunk did (see InboundChunkOutcome; counted in worker_inbound_chunks_total). */
+export type ChunkOutcome = InboundChunkOutcome;
 
 /** One per worker process: what it learnt about which sources send new targets. */
 const processCopyFirst = new CopyFirstPolicy();

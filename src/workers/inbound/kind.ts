@@ -30,6 +30,7 @@ export const inboundWorker: WorkerKind = {
             () => edgeWriterDone(deps.pool, importJobId),
           ),
         );
+        deps.metrics?.inboundChunk(outcome);
         if (outcome === 'duplicate' || outcome === 'orphan')
           log.debug({ importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
       },

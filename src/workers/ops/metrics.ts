@@ -1,7 +1,12 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { importJobStatuses } from '../../shared/inbound/import-job.js';
 import type { PartitionLag } from '../../shared/kafka/bus.js';
-import type { MessageOutcome, WebhookOutcome, WorkerMetrics } from '../worker-metrics.js';
+import {
+  inboundChunkOutcomes,
+  type MessageOutcome,
+  type WebhookOutcome,
+  type WorkerMetrics,
+} from '../worker-metrics.js';
 
 /**
  * Readings taken at scrape time. A gauge exists only in a process that hosts what it measures
@@ -52,9 +57,17 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
+  const inboundChunks = new Counter({
+    name: 'worker_inbound_chunks_total',
+    help: 'Inbound target chunks by how they were applied: copied (all targets new, COPY straight into targets), upserted (staging table and upsert), duplicate (applied before), orphan (no such import job)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
   // Every series from the start, so rate() and alerts see a 0 before the first event.
   for (const kind of hosted.consumers) for (const outcome of messageOutcomes) messages.inc({ kind, outcome }, 0);
   if (hosted.webhooks) for (const outcome of webhookOutcomes) webhookDeliveries.inc({ outcome }, 0);
+  if (hosted.consumers.includes('inbound'))
+    for (const outcome of inboundChunkOutcomes) inboundChunks.inc({ outcome }, 0);
 
   // The registry collects every metric at once. A reading is tracked until its gauge and error
   // counter are updated (it never rejects), and the error counters, registered after the gauges,
@@ -169,6 +182,9 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     },
     webhookAttempt(outcome) {
       webhookDeliveries.inc({ outcome });
+    },
+    inboundChunk(outcome) {
+      inboundChunks.inc({ outcome });
     },
   };
 }
