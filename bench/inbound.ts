@@ -15,6 +15,9 @@
 //   B   the worker runner process (WORKERS=inbound) applies everything A queued: targets per
 //       second from the first chunk's transaction (min import_jobs.started_at) until every job of
 //       the run is Completed (seen by polling every 50 ms).
+//   U   the load of A again under new batch ids (the same targets: every one an update), then a
+//       new worker runner applies them, timed as B; with B's chunks, printed by how the worker
+//       applied them (copied straight into targets, or upserted: worker_inbound_chunks_total).
 //   B0  psql `\copy` of the same rows (same columns the worker writes) into the same `targets`
 //       table under another tenant: same indexes, TOAST and WAL as the worker pays
 //       (a TEMP table would skip WAL and flatter the baseline). BENCH_B0_ROUNDS rounds, one new
@@ -25,7 +28,7 @@
 // Options (env): BENCH_BATCHES (400: with 200 the workers' phase lasted 3 s and its ratio varied
 // by a third between runs), BENCH_BATCH_SIZE (1000), BENCH_CONCURRENCY (4), BENCH_WARMUP_BATCHES
 // (2 × concurrency), BENCH_MAX_SECONDS (60, per load phase),
-// BENCH_A0_ROUNDS (3) and BENCH_B0_ROUNDS (3) (baselines repeated, median taken),
+// BENCH_A0_ROUNDS (3) and BENCH_B0_ROUNDS (3) (baselines repeated, median taken), BENCH_UPDATES (1; 0 skips U),
 // BENCH_PROBE (1; 0 skips P), BENCH_PROBE_CONCURRENCY (64), BENCH_PROBE_REQUESTS (4 × that),
 // BENCH_CPU_PROF (a directory: the gateway and the workers write V8 CPU profiles there),
 // BENCH_GATEWAY_NODE_FLAGS (the gateway's Node options instead of src/gateway/node-flags.ts's;
@@ -95,6 +98,7 @@ const opts = {
   probeRequests: 0,
   a0Rounds: envInt('BENCH_A0_ROUNDS', 3),
   b0Rounds: envInt('BENCH_B0_ROUNDS', 3),
+  updates: envInt('BENCH_UPDATES', 1, 0) > 0,
 };
 opts.warmupBatches = envInt('BENCH_WARMUP_BATCHES', 2 * opts.concurrency, 0);
 opts.probeRequests = envInt('BENCH_PROBE_REQUESTS', 4 * opts.probeConcurrency);
@@ -296,83 +300,34 @@ async function run() {
 
   // ---- B: the workers apply what A queued -------------------------------------------------
   log(`B: workers apply ${queued.targets} targets of ${queued.jobs} import jobs`);
-  await checkpoint(pool);
-  const cpuB = phaseCpu(broker, dbName);
-  const spawnedAt = Date.now();
-  // Any free port for its /metrics: a running stack's workers may hold the default.
-  // Info level (the service's default): one "message applied" line per chunk, with its duration.
-  workers = spawnTsx(
-    'src/workers/runner.ts',
-    { ...childEnv, LOG_LEVEL: 'info', WORKERS: 'inbound', WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' },
-    'workers',
-    profArgs,
-  );
-  await workers.waitFor(/workers: running/);
-  const readyAt = Date.now();
-  const workerPeakReset = resetPeak(workers.pid);
-  // From here: the process's start (loading and compiling its modules, about 2 CPU seconds) is not
-  // the apply's cost.
-  const workerCpuAtReady = cpuSeconds(workers.pid);
-  const bDeadline = Date.now() + phaseTimeoutMs;
-  let progress: {
-    final: number;
-    completed: number;
-    applied: number;
-    failed: number;
-    first: Date | null;
-    last: Date | null;
-  };
-  for (;;) {
-    progress = (
-      await pool.query(
-        `SELECT count(*) FILTER (WHERE status IN ('Completed', 'CompletedWithErrors', 'Failed'))::int AS final,
-                count(*) FILTER (WHERE status = 'Completed')::int AS completed,
-                coalesce(sum(applied_count), 0)::int AS applied, coalesce(sum(failed_count), 0)::int AS failed,
-                min(started_at) AS first, max(completed_at) AS last
-           FROM import_jobs WHERE tenant_id = $1`,
-        [tenant.tenantId],
-      )
-    ).rows[0];
-    if (progress.final >= queued.jobs) break;
-    if (Date.now() > bDeadline) throw new Error(`B: only ${progress.final} of ${queued.jobs} jobs final in time`);
-    if (workers.child.exitCode !== null) throw new Error(`B: workers exited:\n${workers.output().slice(-3000)}`);
-    await sleep(50);
-  }
-  const doneAt = Date.now();
-  const bCpu = cpuB.end([workers.pid]);
-  const workerCpu = cpuSeconds(workers.pid) - workerCpuAtReady;
-  const workerMem = readMemory(workers.pid);
-  await workers.stop();
-  const workerOutput = workers.output();
-  workers = null;
-  const firstChunkAt = progress.first!.getTime();
-  const bSeconds = (doneAt - firstChunkAt) / 1000;
-  const rowsInTable = (
-    await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM targets WHERE tenant_id = $1', [tenant.tenantId])
-  ).rows[0]!.n;
-  const b = {
-    targets: progress.applied,
-    failedTargets: progress.failed,
-    jobs: queued.jobs,
-    completedJobs: progress.completed,
-    rowsInTable,
-    seconds: round(bSeconds, 3),
-    targetsPerSecond: round(progress.applied / bSeconds),
-    fromProcessStart: {
-      seconds: round((doneAt - spawnedAt) / 1000, 3),
-      targetsPerSecond: round(progress.applied / ((doneAt - spawnedAt) / 1000)),
-    },
-    fromGroupJoined: {
-      seconds: round((doneAt - readyAt) / 1000, 3),
-      targetsPerSecond: round(progress.applied / ((doneAt - readyAt) / 1000)),
-    },
-    workerCpuSeconds: round(workerCpu, 2),
-    workerRssMiB: round(workerMem?.hwmMiB ?? NaN, 0),
-    workerPeakFrom: workerPeakReset ? 'VmHWM (reset when the workers ran, before applying)' : 'VmHWM (since start)',
-    applyMs: chunkApplyStats(workerOutput, bSeconds, serviceConfig.kafkaPartitionsConcurrently),
-    cpu: bCpu,
-  };
+  const b = await applyPhase('B', pool, broker, tenant.tenantId, 0, queued.jobs, phaseTimeoutMs);
   log(`B: ${b.targetsPerSecond} targets/s over ${b.seconds} s`);
+
+  // ---- U: the same targets again under new batch ids: every one an update -----------------
+  let u: ApplyPhase | null = null;
+  if (opts.updates) {
+    const lastJob = Number((await pool.query('SELECT max(id) AS id FROM import_jobs')).rows[0].id);
+    const again = await runForResult<LoadResult>(
+      'bench/lib/load.ts',
+      {
+        ...childEnv,
+        BENCH_LOAD_PARAMS: JSON.stringify({ ...loadParams, batchIdSuffix: '-again' } satisfies LoadParams),
+      },
+      'load generator (updates)',
+      phaseTimeoutMs,
+    );
+    const jobs = Number(
+      (
+        await pool.query('SELECT count(*) AS n FROM import_jobs WHERE tenant_id = $1 AND id > $2', [
+          tenant.tenantId,
+          lastJob,
+        ])
+      ).rows[0].n,
+    );
+    log(`U: workers apply ${again.acceptedTargets} targets again (updates) in ${jobs} import jobs`);
+    u = await applyPhase('U', pool, broker, tenant.tenantId, lastJob, jobs, phaseTimeoutMs);
+    log(`U: ${u.targetsPerSecond} targets/s over ${u.seconds} s`);
+  }
 
   // ---- B0: a bare COPY of the same rows ---------------------------------------------------
   // The same rows (exported from what B wrote) under another tenant each round (the primary key
@@ -474,6 +429,11 @@ async function run() {
   const per1000 = (cores: number, wallSeconds: number, targets: number) =>
     round((cores * wallSeconds * 1e6) / targets, 1);
   const aTargets = a.acceptedTargets + a.warmup.ok * opts.batchSize;
+  const applyCpuPer1000 = (x: ApplyPhase) => ({
+    worker: round((x.workerCpuSeconds * 1e6) / x.targets, 1),
+    broker: per1000(x.cpu.brokerCores, x.cpu.wallSeconds, x.targets),
+    postgres: per1000(x.cpu.postgresCores, x.cpu.wallSeconds, x.targets),
+  });
   const cpuPer1000 = {
     A0: {
       producer: round((a0.cpuSeconds * 1e6) / a0.targets, 1),
@@ -487,12 +447,9 @@ async function run() {
       broker: per1000(aCpu.brokerCores, aCpu.wallSeconds, aTargets),
       postgres: per1000(aCpu.postgresCores, aCpu.wallSeconds, aTargets),
     },
-    B: {
-      worker: round((b.workerCpuSeconds * 1e6) / b.targets, 1),
-      broker: per1000(bCpu.brokerCores, bCpu.wallSeconds, b.targets),
-      postgres: per1000(bCpu.postgresCores, bCpu.wallSeconds, b.targets),
-    },
-    machineBusyCores: { A0: a0Cpu.busyCores, A: aCpu.busyCores, B: bCpu.busyCores },
+    B: applyCpuPer1000(b),
+    U: u && applyCpuPer1000(u),
+    machineBusyCores: { A0: a0Cpu.busyCores, A: aCpu.busyCores, B: b.cpu.busyCores, U: u?.cpu.busyCores ?? null },
   };
   const bOverB0 = b.targetsPerSecond / b0.rowsPerSecond;
   const result = {
@@ -539,11 +496,22 @@ async function run() {
       cpu: aCpu,
     },
     b,
+    u,
     b0,
     probe,
     /** CPU used by processes outside this benchmark, broker and PostgreSQL, per phase (cores). */
-    otherCpuCores: { A0: a0Cpu.otherCores, A: aCpu.otherCores, B: bCpu.otherCores, B0: b0.cpu.otherCores },
-    ratios: { aOverA0: round(aOverA0, 3), bOverB0: round(bOverB0, 3) },
+    otherCpuCores: {
+      A0: a0Cpu.otherCores,
+      A: aCpu.otherCores,
+      B: b.cpu.otherCores,
+      ...(u ? { U: u.cpu.otherCores } : {}),
+      B0: b0.cpu.otherCores,
+    },
+    ratios: {
+      aOverA0: round(aOverA0, 3),
+      bOverB0: round(bOverB0, 3),
+      uOverB0: u && round(u.targetsPerSecond / b0.rowsPerSecond, 3),
+    },
     aims: {
       aOverA0: aims.aOverA0,
       bOverB0: aims.bOverB0,
@@ -608,7 +576,7 @@ async function run() {
       'B  chunk apply p50/p95/p99',
       `${fmt(b.applyMs.p50, 1)} / ${fmt(b.applyMs.p95, 1)} / ${fmt(b.applyMs.p99, 1)}`,
       'ms',
-      `${fmt(b.applyMs.chunks)} chunks; applies filled ${fmt(b.applyMs.slotsBusy, 2)} of ${b.applyMs.slots} partition slots`,
+      `${fmt(b.applyMs.chunks)} chunks (${chunkMix(b.chunks)}); applies filled ${fmt(b.applyMs.slotsBusy, 2)} of ${b.applyMs.slots} partition slots`,
     ],
     [
       'B  worker peak memory (VmHWM)',
@@ -616,9 +584,25 @@ async function run() {
       'MiB',
       b.workerPeakFrom.includes('reset') ? 'from when it ran' : 'since its start',
     ],
+    ...(u
+      ? ([
+          [
+            'U  workers applied the same again',
+            fmt(u.targetsPerSecond),
+            'targets/s',
+            `U/B0 = ${(u.targetsPerSecond / b0.rowsPerSecond).toFixed(2)}; every target an update; ${chunkMix(u.chunks)}`,
+          ],
+          [
+            'U  CPU per 1,000 targets',
+            `${fmt(cpuPer1000.U!.worker, 1)} / ${fmt(cpuPer1000.U!.broker, 1)} / ${fmt(cpuPer1000.U!.postgres, 1)}`,
+            'ms',
+            'worker / broker / PostgreSQL',
+          ],
+        ] satisfies [string, string, string, string][])
+      : []),
     [
-      'machine busy during A0 / A / B',
-      `${fmt(a0Cpu.busyCores, 2)} / ${fmt(aCpu.busyCores, 2)} / ${fmt(bCpu.busyCores, 2)}`,
+      `machine busy during A0 / A / B${u ? ' / U' : ''}`,
+      [a0Cpu, aCpu, b.cpu, ...(u ? [u.cpu] : [])].map((c) => fmt(c.busyCores, 2)).join(' / '),
       'cores',
       `of ${machineCores()}; load average at start ${loadAtStart.join(' ')}`,
     ],
@@ -708,6 +692,113 @@ try {
   await teardownOnce();
 }
 process.exit(failed ? 1 : 0);
+
+type ApplyPhase = Awaited<ReturnType<typeof applyPhase>>;
+
+/**
+ * A worker runner process (WORKERS=inbound) applies what is queued, until every import job of the
+ * tenant with an id above `afterJobId` (`jobs` of them) is final. Timed from the first chunk's
+ * transaction (min import_jobs.started_at of those jobs); its chunks by how they were applied are
+ * read from its /metrics before it stops.
+ */
+async function applyPhase(
+  phase: 'B' | 'U',
+  pool: pg.Pool,
+  broker: number | null,
+  tenantId: string,
+  afterJobId: number,
+  jobs: number,
+  phaseTimeoutMs: number,
+) {
+  await checkpoint(pool);
+  const cpu = phaseCpu(broker, dbName);
+  const spawnedAt = Date.now();
+  // Any free port for its /metrics: a running stack's workers may hold the default.
+  // Info level (the service's default): one "message applied" line per chunk, with its duration.
+  const runner = spawnTsx(
+    'src/workers/runner.ts',
+    { ...childEnv, LOG_LEVEL: 'info', WORKERS: 'inbound', WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' },
+    'workers',
+    profArgs,
+  );
+  workers = runner;
+  const metricsUrl = (await runner.waitFor(/workers: metrics on (http:\/\/[^\s"]+)/))[1]!;
+  await runner.waitFor(/workers: running/);
+  const readyAt = Date.now();
+  const peakReset = resetPeak(runner.pid);
+  // From here: the process's start (loading and compiling its modules, about 2 CPU seconds) is not
+  // the apply's cost.
+  const cpuAtReady = cpuSeconds(runner.pid);
+  const deadline = Date.now() + phaseTimeoutMs;
+  let progress: { final: number; completed: number; applied: number; failed: number; first: Date | null };
+  for (;;) {
+    progress = (
+      await pool.query(
+        `SELECT count(*) FILTER (WHERE status IN ('Completed', 'CompletedWithErrors', 'Failed'))::int AS final,
+                count(*) FILTER (WHERE status = 'Completed')::int AS completed,
+                coalesce(sum(applied_count), 0)::int AS applied, coalesce(sum(failed_count), 0)::int AS failed,
+                min(started_at) AS first
+           FROM import_jobs WHERE tenant_id = $1 AND id > $2`,
+        [tenantId, afterJobId],
+      )
+    ).rows[0];
+    if (progress.final >= jobs) break;
+    if (Date.now() > deadline) throw new Error(`${phase}: only ${progress.final} of ${jobs} jobs final in time`);
+    if (runner.child.exitCode !== null) throw new Error(`${phase}: workers exited:\n${runner.output().slice(-3000)}`);
+    await sleep(50);
+  }
+  const doneAt = Date.now();
+  const phaseCpuUsed = cpu.end([runner.pid]);
+  const workerCpu = cpuSeconds(runner.pid) - cpuAtReady;
+  const workerMem = readMemory(runner.pid);
+  const chunks = chunkOutcomes(await (await fetch(`${metricsUrl}/metrics`)).text());
+  await runner.stop();
+  workers = null;
+  const seconds = (doneAt - progress.first!.getTime()) / 1000;
+  const rowsInTable = (
+    await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM targets WHERE tenant_id = $1', [tenantId])
+  ).rows[0]!.n;
+  return {
+    targets: progress.applied,
+    failedTargets: progress.failed,
+    jobs,
+    completedJobs: progress.completed,
+    rowsInTable,
+    seconds: round(seconds, 3),
+    targetsPerSecond: round(progress.applied / seconds),
+    fromProcessStart: {
+      seconds: round((doneAt - spawnedAt) / 1000, 3),
+      targetsPerSecond: round(progress.applied / ((doneAt - spawnedAt) / 1000)),
+    },
+    fromGroupJoined: {
+      seconds: round((doneAt - readyAt) / 1000, 3),
+      targetsPerSecond: round(progress.applied / ((doneAt - readyAt) / 1000)),
+    },
+    workerCpuSeconds: round(workerCpu, 2),
+    workerRssMiB: round(workerMem?.hwmMiB ?? NaN, 0),
+    workerPeakFrom: peakReset ? 'VmHWM (reset when the workers ran, before applying)' : 'VmHWM (since start)',
+    applyMs: chunkApplyStats(runner.output(), seconds, serviceConfig.kafkaPartitionsConcurrently),
+    /** worker_inbound_chunks_total by outcome: copied, upserted, duplicate, orphan. */
+    chunks,
+    cpu: phaseCpuUsed,
+  };
+}
+
+/** "N copied, M upserted" (and duplicates or orphans, if any). */
+function chunkMix(chunks: Record<string, number>): string {
+  return Object.entries(chunks)
+    .filter(([outcome, n]) => n > 0 || outcome === 'copied' || outcome === 'upserted')
+    .map(([outcome, n]) => `${n} ${outcome}`)
+    .join(', ');
+}
+
+/** worker_inbound_chunks_total's samples by outcome, from a /metrics text. */
+function chunkOutcomes(metrics: string): Record<string, number> {
+  const found: Record<string, number> = {};
+  for (const m of metrics.matchAll(/^worker_inbound_chunks_total\{outcome="(\w+)"\} (\d+)$/gm))
+    found[m[1]!] = Number(m[2]);
+  return found;
+}
 
 /**
  * Per-chunk apply times from the workers' "message applied" log lines (pino JSON, durationMs),

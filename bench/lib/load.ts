@@ -14,6 +14,8 @@ export type LoadParams = {
   /** 'throughput': distinct batches (every target a new row); 'probe': one target list, distinct batch ids. */
   mode: 'throughput' | 'probe';
   tag: string;
+  /** Appended to every externalBatchId: the same targets as another run of the same tag, as new batches (updates). */
+  batchIdSuffix?: string;
   batches: number;
   warmupBatches: number;
   batchSize: number;
@@ -92,7 +94,7 @@ async function main() {
   const sharedJson = p.mode === 'probe' ? JSON.stringify(batchTargets(p.runId, p.tag, 0, p.batchSize)) : '';
   const build = (tag: string, i: number) =>
     batchBody(
-      `${p.runId}-${tag}${i}`,
+      `${p.runId}-${tag}${i}${p.batchIdSuffix ?? ''}`,
       p.mode === 'probe' ? sharedJson : JSON.stringify(batchTargets(p.runId, tag, i, p.batchSize)),
     );
   const warm = Array.from({ length: p.warmupBatches }, (_, i) => build(`${p.tag}w`, i));
