@@ -300,7 +300,8 @@ describe('a chunk that is not all new goes through the staging table and upsert'
         async () =>
           (
             await pool.query(
-              `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'COPY targets %'`,
+              `SELECT 1 FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'COPY targets %'`,
             )
           ).rowCount! > 0 || undefined,
         30_000,
@@ -309,6 +310,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
       await whileWaiting(holder);
       return await applying;
     } finally {
+      await holder.query('ROLLBACK').catch(() => undefined); // a no-op after whileWaiting's COMMIT
       holder.release();
     }
   }
