@@ -224,8 +224,8 @@ describe('a chunk that is not all new goes through the staging table and upsert'
   const target = (externalId: string, name: string): TargetFields => ({ externalId, name });
   const names = async (sourceSystem: string) =>
     (
-      await pool.query<{ external_id: string; name: string; job: number }>(
-        `SELECT external_id, name, last_import_job_id::int AS job FROM targets WHERE tenant_id = $1 AND source_system = $2
+      await pool.query<{ external_id: string; name: string }>(
+        `SELECT external_id, name FROM targets WHERE tenant_id = $1 AND source_system = $2
           ORDER BY external_id COLLATE "C"`,
         [demo.tenantId, sourceSystem],
       )
