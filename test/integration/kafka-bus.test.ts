@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { InboundMessage } from '../../src/shared/kafka/bus.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { loadConfig } from '../../src/shared/config.js';
@@ -8,6 +8,7 @@ import { PermanentMessageError } from '../../src/workers/permanent-error.js';
 import { deadLetterTopic, type WorkerKind } from '../../src/workers/worker-kind.js';
 import type { Pool } from '../../src/shared/db/pool.js';
 import { eventually, testBus, uniqueName } from '../support/kafka.js';
+import { scaled } from '../support/time-scale.js';
 
 // Against the pinned broker (scripts/kafka) or whatever KAFKA_BROKERS names.
 const bus = testBus();
@@ -147,6 +148,30 @@ describe('Kafka adapter against the real broker', () => {
     expect(dlq[0]!.value!.length).toBe(big.length);
   });
 
+  it('a send that only ran out of time does not mark a broker that answers down (one slow upload, not an outage)', async () => {
+    const impatient = createKafkaBus({
+      brokers: inject('kafkaBrokers').split(','),
+      clientId: uniqueName('impatient'),
+      logger: createLogger('silent', 'test'),
+      produceTimeoutMs: 1, // no broker answers 6 MB in a millisecond
+    });
+    const topic = uniqueName('slow');
+    await impatient.ensureTopics([{ topic, partitions: 1, configs: { 'max.message.bytes': String(4 * 1024 * 1024) } }]);
+    const value = 'x'.repeat(500 * 1024);
+    await expect(
+      impatient.produce(
+        topic,
+        Array.from({ length: 12 }, () => ({ key: 'job', value })),
+      ),
+    ).rejects.toThrow(/timed out after 1 ms/);
+    // Not marked down on the spot (as a refused connection would be) …
+    expect(impatient.available()).toBe(true);
+    // … nor once the check's probe (at most 2 s) has had its answer: other writers go on.
+    await new Promise((r) => setTimeout(r, scaled(3000)));
+    expect(impatient.available()).toBe(true);
+    await impatient.close();
+  });
+
   it('bounds the bytes of unsettled sends, and fails fast once the broker is known down', async () => {
     // Nothing listens on port 1: sends hang in kafkajs's retries, as with a Kafka that is down.
     const down = createKafkaBus({
@@ -161,8 +186,9 @@ describe('Kafka adapter against the real broker', () => {
     // Refused by the bound while the first send is still waiting (not a second wait).
     await expect(down.produce('t', [message])).rejects.toThrow(/801 bytes of earlier sends still pending/);
     await expect(first).rejects.toThrow(/timed out/);
-    // The timeout marked the broker down: the next send is refused without waiting.
-    expect(down.available()).toBe(false);
+    // The timeout led to a probe, which failed too: the broker is down and the next send is
+    // refused without waiting.
+    await eventually(() => (down.available() ? undefined : true), 10_000, 'the broker marked down');
     await expect(down.produce('t', [{ key: 'k', value: 'y' }])).rejects.toThrow(/the broker is unreachable/);
     await down.close();
   });

@@ -11,6 +11,9 @@ export function testBus(brokers = inject('kafkaBrokers')): MessageBus {
     brokers: brokers.split(','),
     clientId: uniqueName('test'),
     logger: createLogger('warn', 'test-kafka'),
+    // Several MB per send in some tests; a loaded CI host (another suite on the same broker) can
+    // take longer than the product's 10 s default.
+    produceTimeoutMs: scaled(30_000),
   });
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isBrokerUnreachable, trackBrokerAvailability } from '../../src/shared/kafka/availability.js';
+import { isBrokerUnreachable, isSendTimeout, trackBrokerAvailability } from '../../src/shared/kafka/availability.js';
 
 const until = async (condition: () => boolean) => {
   while (!condition()) await new Promise((r) => setTimeout(r, 1));
@@ -30,8 +30,37 @@ describe('broker availability', () => {
     broker.close();
   });
 
+  it('after a timed-out send, stays up if a probe at once answers, and goes down if it does not', async () => {
+    let probes = 0;
+    let brokerUp = true;
+    const changes: boolean[] = [];
+    const broker = trackBrokerAvailability({
+      probe: async () => {
+        probes++;
+        if (!brokerUp) throw new Error('kafka probe timed out after 2000 ms');
+      },
+      probeIntervalMs: 60_000, // only the check itself probes in this test
+      onChange: (up) => changes.push(up),
+    });
+    broker.suspect(new Error('produce to t timed out after 10 ms'));
+    broker.suspect(new Error('again')); // one check at a time
+    await until(() => probes === 1);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(broker.available()).toBe(true);
+    expect(probes).toBe(1);
+
+    brokerUp = false;
+    broker.suspect(new Error('produce to t timed out after 10 ms'));
+    await until(() => !broker.available());
+    expect(probes).toBe(2);
+    expect(changes).toEqual([false]);
+    broker.close();
+  });
+
   it('tells a missing broker from a refused message', () => {
     expect(isBrokerUnreachable(new Error('produce to t timed out after 3000 ms'))).toBe(true);
+    expect(isSendTimeout(new Error('produce to t timed out after 3000 ms'))).toBe(true);
+    expect(isSendTimeout(Object.assign(new Error('Connection error'), { name: 'KafkaJSConnectionError' }))).toBe(false);
     expect(isBrokerUnreachable(Object.assign(new Error('Connection error'), { name: 'KafkaJSConnectionError' }))).toBe(
       true,
     );

@@ -3,11 +3,17 @@
  * unavailable; from then on writes fail at once (503) instead of each waiting out the produce
  * timeout while holding a PostgreSQL connection, until a probe (one cheap metadata request every
  * probeIntervalMs) gets an answer again.
+ *
+ * A send that only ran out of time proves less: one client's large upload to a busy broker can
+ * time out while the broker answers everyone else. So a timeout is checked first (one probe at
+ * once) and marks the broker down only if that probe fails too.
  */
 export type BrokerAvailability = {
   available(): boolean;
-  /** A send failed because no broker answered in time. */
+  /** A send failed because no broker answered (connection refused, no leader, …). */
   markDown(reason: Error): void;
+  /** A send timed out: down only if a probe started now fails as well. */
+  suspect(reason: Error): void;
   close(): void;
 };
 
@@ -17,6 +23,7 @@ export function trackBrokerAvailability(options: {
   onChange?: (available: boolean, reason?: Error) => void;
 }): BrokerAvailability {
   let down = false;
+  let checking = false;
   let timer: NodeJS.Timeout | null = null;
 
   const schedule = () => {
@@ -33,13 +40,23 @@ export function trackBrokerAvailability(options: {
     timer.unref(); // never keeps a stopping process alive
   };
 
+  const markDown = (reason: Error) => {
+    if (down) return;
+    down = true;
+    options.onChange?.(false, reason);
+    schedule();
+  };
+
   return {
     available: () => !down,
-    markDown(reason) {
-      if (down) return;
-      down = true;
-      options.onChange?.(false, reason);
-      schedule();
+    markDown,
+    suspect(reason) {
+      if (down || checking) return;
+      checking = true;
+      options
+        .probe()
+        .catch(() => markDown(reason))
+        .finally(() => (checking = false));
     },
     close() {
       if (timer) clearTimeout(timer);
@@ -59,13 +76,18 @@ export function isBrokerUnreachable(err: unknown): boolean {
   for (let depth = 0; e && typeof e === 'object' && depth < 5; depth++, e = e.cause as KafkaError | undefined) {
     if (e.retriable === true) return true;
     const name = typeof e.name === 'string' ? e.name : '';
-    const message = typeof e.message === 'string' ? e.message : '';
     if (
       /Connection|Timeout|NumberOfRetriesExceeded|BrokerNotFound|NoBrokerAvailable|GroupCoordinatorNotFound/.test(name)
     ) {
       return true;
     }
-    if (/ timed out after /.test(message)) return true;
+    if (isSendTimeout(e)) return true;
   }
   return false;
+}
+
+/** Our own deadline on a send (withTimeout), as opposed to an error kafkajs reported. */
+export function isSendTimeout(err: unknown): boolean {
+  const message = (err as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' && / timed out after /.test(message);
 }

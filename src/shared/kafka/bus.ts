@@ -3,7 +3,7 @@
 import { Kafka, logLevel, type Admin, type Consumer } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { withTimeout } from '../timeout.js';
-import { isBrokerUnreachable, trackBrokerAvailability } from './availability.js';
+import { isBrokerUnreachable, isSendTimeout, trackBrokerAvailability } from './availability.js';
 import { createConsumerGroup, type ConsumerGroup, type ConsumerGroupOptions } from './consumer-group.js';
 import { kafkajsLogCreator } from './kafkajs-logging.js';
 import { createThreadedProducer } from './producer-thread.js';
@@ -198,7 +198,7 @@ export function createKafkaBus({
   const declared: TopicSpec[] = [];
   let pendingBytes = 0;
   let topicsReady: Promise<void> | null = null;
-  const probeTimeoutMs = Math.min(2000, produceTimeoutMs);
+  const probeTimeoutMs = Math.max(1000, Math.min(2000, produceTimeoutMs)); // its connect takes up to 1 s
   const broker = trackBrokerAvailability({
     probe: () =>
       withTimeout(
@@ -314,7 +314,8 @@ export function createKafkaBus({
         await withTimeout(send, produceTimeoutMs, `produce to ${topic}`);
       } catch (err) {
         onProduceError?.(topic);
-        if (isBrokerUnreachable(err)) broker.markDown(err as Error);
+        if (isSendTimeout(err)) broker.suspect(err as Error);
+        else if (isBrokerUnreachable(err)) broker.markDown(err as Error);
         throw err;
       }
     },
