@@ -12,6 +12,8 @@
 //   A   the gateway process under load from bench/lib/load.ts (another process, loopback,
 //       keep-alive, N concurrent clients, bounded in count and time): targets accepted per
 //       second in 200 answers, request latency, the gateway's peak memory (VmHWM). No workers run.
+//       CPU (every process's, and the machine's) is counted from the end of the warm-up batches,
+//       as A0's is: the gateway starts its parse and producer threads on first use.
 //   B   the worker runner process (WORKERS=inbound) applies everything A queued: targets per
 //       second from the first chunk's transaction (min import_jobs.started_at) until every job of
 //       the run is Completed (seen by polling every 50 ms).
@@ -56,6 +58,7 @@ import {
   phaseCpu,
   readMemory,
   resetPeak,
+  resultOf,
   runForResult,
   sampleMemory,
   benchGatewayNodeFlags,
@@ -256,10 +259,6 @@ async function run() {
   const idle = readMemory(gateway.pid);
   const peakReset = resetPeak(gateway.pid);
   const memA = sampleMemory(gateway.pid);
-  const gatewayCpu0 = cpuSeconds(gateway.pid);
-  const gatewayThreads0 = threadCpuSeconds(gateway.pid);
-  const cpuA = phaseCpu(broker, dbName);
-  cpuA.track(gateway.pid);
   log(`A: gateway at ${url} (pid ${gateway.pid}, idle RSS ${idle?.rssMiB.toFixed(0)} MiB)`);
   const loadParams: LoadParams = {
     url,
@@ -269,18 +268,31 @@ async function run() {
     tag: 'a-',
     batches: opts.batches,
     warmupBatches: opts.warmupBatches,
+    holdAfterWarmup: true,
     batchSize: opts.batchSize,
     concurrency: opts.concurrency,
     maxSeconds: opts.maxSeconds,
     timeoutMs: 60_000,
   };
-  const a = await runForResult<LoadResult>(
+  const loadChild = spawnTsx(
     'bench/lib/load.ts',
     { ...childEnv, BENCH_LOAD_PARAMS: JSON.stringify(loadParams) },
     'load generator',
-    phaseTimeoutMs,
+    [],
+    { stdin: true },
   );
-  const aCpu = cpuA.end([gateway.pid]);
+  // CPU is counted from the end of the warm-up, as A0's is: starting the parse and producer
+  // threads and compiling the hot code are paid once per process, not per target.
+  await loadChild.waitFor(/load: warm/, phaseTimeoutMs);
+  const gatewayCpu0 = cpuSeconds(gateway.pid);
+  const gatewayThreads0 = threadCpuSeconds(gateway.pid);
+  const loadCpuBeforeGo = cpuSeconds(loadChild.pid);
+  const cpuA = phaseCpu(broker, dbName);
+  cpuA.track(gateway.pid);
+  loadChild.child.stdin!.end('go\n');
+  const a = await resultOf<LoadResult>(loadChild, 'load generator', phaseTimeoutMs);
+  // The load generator's CPU before the go (building bodies, warm-up) is not the phase's.
+  const aCpu = cpuA.end([gateway.pid], { benchSeconds: -loadCpuBeforeGo });
   const gatewayCpuA = cpuSeconds(gateway.pid) - gatewayCpu0;
   const gatewayThreadsA = threadDelta(gatewayThreads0, threadCpuSeconds(gateway.pid));
   const aMem = memA.stop();
@@ -428,7 +440,7 @@ async function run() {
   /** CPU ms per 1,000 targets of a phase: cores × wall seconds over thousands of targets. */
   const per1000 = (cores: number, wallSeconds: number, targets: number) =>
     round((cores * wallSeconds * 1e6) / targets, 1);
-  const aTargets = a.acceptedTargets + a.warmup.ok * opts.batchSize;
+  const aTargets = a.acceptedTargets; // measured after the warm-up, as the gateway's CPU is
   const applyCpuPer1000 = (x: ApplyPhase) => ({
     worker: round((x.workerCpuSeconds * 1e6) / x.targets, 1),
     broker: per1000(x.cpu.brokerCores, x.cpu.wallSeconds, x.targets),
@@ -490,7 +502,7 @@ async function run() {
         peakFrom: peakReset ? 'VmHWM (reset after start-up, before the load)' : 'VmHWM since start-up',
         maxSampledRssMiB: round(aMem.maxSampledRssMiB, 0),
         cpuSeconds: round(gatewayCpuA, 2),
-        cpuCoresUsed: round(gatewayCpuA / (a.seconds + a.warmup.seconds), 2),
+        cpuCoresUsed: round(gatewayCpuA / a.seconds, 2),
       },
       loadGeneratorCpuSeconds: a.cpuSeconds,
       cpu: aCpu,

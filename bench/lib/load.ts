@@ -18,6 +18,11 @@ export type LoadParams = {
   batchIdSuffix?: string;
   batches: number;
   warmupBatches: number;
+  /**
+   * After the warm-up, print `load: warm` and wait for a line on stdin before the measured part,
+   * so the caller can start its CPU accounting there (thread start-up and JIT are not per target).
+   */
+  holdAfterWarmup?: boolean;
   batchSize: number;
   concurrency: number;
   maxSeconds: number;
@@ -111,6 +116,11 @@ async function main() {
     if (a?.status === 200) warmOk++;
   });
   const warmSeconds = (performance.now() - warmStart) / 1000;
+  if (p.holdAfterWarmup) {
+    process.stdout.write('load: warm\n');
+    await new Promise((resolve) => process.stdin.once('data', resolve));
+    process.stdin.pause();
+  }
 
   const statuses: Record<string, number> = {};
   const okLatencies: number[] = [];

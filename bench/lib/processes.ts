@@ -33,11 +33,18 @@ export function benchGatewayNodeFlags(): readonly string[] {
   return set === 'none' ? [] : set.split(/\s+/);
 }
 
-export function spawnTsx(script: string, env: NodeJS.ProcessEnv, label: string, nodeArgs: string[] = []): Child {
+/** stdin: a pipe the caller writes to (child.stdin), else none. */
+export function spawnTsx(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  label: string,
+  nodeArgs: string[] = [],
+  { stdin = false } = {},
+): Child {
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], {
     cwd: repoRoot, // scripts are named relative to the repository, and tsx resolves from there
     env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
   let output = '';
   const keep = (d: Buffer) => {
@@ -78,13 +85,12 @@ export function spawnTsx(script: string, env: NodeJS.ProcessEnv, label: string, 
 }
 
 /** Runs a benchmark child to its end and returns the JSON it printed after resultPrefix. */
-export async function runForResult<T>(
-  script: string,
-  env: NodeJS.ProcessEnv,
-  label: string,
-  timeoutMs: number,
-): Promise<T> {
-  const c = spawnTsx(script, env, label);
+export function runForResult<T>(script: string, env: NodeJS.ProcessEnv, label: string, timeoutMs: number): Promise<T> {
+  return resultOf<T>(spawnTsx(script, env, label), label, timeoutMs);
+}
+
+/** The JSON a benchmark child prints after resultPrefix, once it ends (killed after timeoutMs). */
+export async function resultOf<T>(c: Child, label: string, timeoutMs: number): Promise<T> {
   const timer = setTimeout(() => c.child.kill('SIGKILL'), timeoutMs);
   const code = await c.exited;
   clearTimeout(timer);
