@@ -323,7 +323,11 @@ async function run() {
       'bench/lib/load.ts',
       {
         ...childEnv,
-        BENCH_LOAD_PARAMS: JSON.stringify({ ...loadParams, batchIdSuffix: '-again' } satisfies LoadParams),
+        BENCH_LOAD_PARAMS: JSON.stringify({
+          ...loadParams,
+          holdAfterWarmup: false,
+          batchIdSuffix: '-again',
+        } satisfies LoadParams),
       },
       'load generator (updates)',
       phaseTimeoutMs,
@@ -407,6 +411,7 @@ async function run() {
           tag: 'p-',
           batches: opts.probeRequests,
           warmupBatches: 0,
+          holdAfterWarmup: false,
           concurrency: opts.probeConcurrency,
         } satisfies LoadParams),
       },

@@ -118,7 +118,10 @@ async function main() {
   const warmSeconds = (performance.now() - warmStart) / 1000;
   if (p.holdAfterWarmup) {
     process.stdout.write('load: warm\n');
-    await new Promise((resolve) => process.stdin.once('data', resolve));
+    await new Promise<void>((resolve, reject) => {
+      process.stdin.once('data', () => resolve());
+      process.stdin.once('end', () => reject(new Error('load: stdin ended before the go after the warm-up')));
+    });
     process.stdin.pause();
   }
 
