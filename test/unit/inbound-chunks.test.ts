@@ -17,6 +17,16 @@ describe('inbound chunks', () => {
     expect(chunks.map((c) => c.items)).toEqual(rows.map((r) => r.length));
   });
 
+  it('fills a chunk to the byte (multi-byte text counted in bytes, not characters)', () => {
+    const rowBytes = items.slice(0, 4).map((i) => Buffer.byteLength(targetRow(i.index, i.target)));
+    expect(rowBytes[0]).toBeGreaterThan(targetRow(0, items[0]!.target).length); // ß is two bytes
+    const exact = cutIntoChunks(items.slice(0, 4), rowBytes[0]! + rowBytes[1]!);
+    expect(exact[0]!.items).toBe(2);
+    expect(exact[0]!.bytes.length).toBe(rowBytes[0]! + rowBytes[1]!);
+    const short = cutIntoChunks(items.slice(0, 4), rowBytes[0]! + rowBytes[1]! - 1);
+    expect(short[0]!.items).toBe(1);
+  });
+
   it('keeps an item larger than the limit as a chunk of its own', () => {
     const chunks = cutIntoChunks(items.slice(0, 3), 10);
     expect(chunks.map((c) => rowsOf(c.bytes).map((r) => r.split('\t')[0]))).toEqual([['0'], ['1'], ['2']]);

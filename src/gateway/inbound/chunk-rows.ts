@@ -20,7 +20,20 @@ const numberColumn = (value: number | null | undefined): string => (value == nul
 const arraySpecial = /["\\]/;
 const arraySpecials = /["\\]/g;
 const arrayElement = (s: string): string => `"${arraySpecial.test(s) ? s.replace(arraySpecials, '\\$&') : s}"`;
-const textArrayColumn = (values: readonly string[]): string => copyText(`{${values.map(arrayElement).join(',')}}`);
+const quotedArray = (values: readonly string[]): string => copyText(`{${values.map(arrayElement).join(',')}}`);
+
+// Tags are short plain words nearly always: then each element is only quoted (a third of the
+// time map, join and the escape checks take).
+const tagSpecial = /["\\\n\r\t]/;
+function textArrayColumn(values: readonly string[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) {
+    const s = values[i]!;
+    if (tagSpecial.test(s)) return quotedArray(values);
+    out += i === 0 ? `"${s}"` : `,"${s}"`;
+  }
+  return `${out}}`;
+}
 
 /**
  * One item of a chunk as a COPY text row, newline included, its columns in the order of

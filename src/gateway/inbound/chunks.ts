@@ -12,26 +12,35 @@ export type Chunk = { bytes: Uint8Array; items: number };
 /**
  * Formats each accepted target as a row once and cuts the rows into chunks of at most maxBytes
  * (in item order), so no Kafka message nears the broker's size limit whatever the targets weigh.
+ * The rows are encoded to UTF-8 in one piece and cut between rows in the bytes: a raw newline
+ * only ever ends a row (COPY text escapes the others), so no row's length is measured on its own.
  * A chunk made in a worker thread crosses to the event loop as bytes it can take over without
  * copying (prepare-batch-task.ts).
  */
 export function cutIntoChunks(items: readonly ChunkItem[], maxBytes: number): Chunk[] {
+  let rows = '';
+  for (const item of items) rows += targetRow(item.index, item.target);
+  const bytes = Buffer.from(rows);
   const chunks: Chunk[] = [];
-  let current: string[] = [];
-  let size = 0;
-  for (const item of items) {
-    const row = targetRow(item.index, item.target);
-    const bytes = Buffer.byteLength(row);
-    if (current.length > 0 && size + bytes > maxBytes) {
-      chunks.push({ bytes: Buffer.from(current.join('')), items: current.length });
-      current = [];
-      size = 0;
+  for (let start = 0; start < bytes.length;) {
+    let end = bytes.length;
+    if (end - start > maxBytes) {
+      end = bytes.lastIndexOf(newline, start + maxBytes - 1) + 1;
+      if (end <= start) end = bytes.indexOf(newline, start) + 1; // one row over the limit: a chunk of its own
     }
-    current.push(row);
-    size += bytes;
+    chunks.push({ bytes: bytes.subarray(start, end), items: rowsIn(bytes, start, end) });
+    start = end;
   }
-  if (current.length > 0) chunks.push({ bytes: Buffer.from(current.join('')), items: current.length });
   return chunks;
+}
+
+const newline = 0x0a;
+
+/** Rows (newlines) in bytes[start, end). */
+function rowsIn(bytes: Buffer, start: number, end: number): number {
+  let n = 0;
+  for (let i = bytes.indexOf(newline, start); i !== -1 && i < end; i = bytes.indexOf(newline, i + 1)) n++;
+  return n;
 }
 
 /**

@@ -4,7 +4,7 @@
 // odd key) returns undefined and zod decides, and words the errors. zod stays the one source of
 // the rules and of the OpenAPI document; test/unit/target-check.test.ts proves on generated valid
 // and invalid targets that whatever this accepts, zod accepts with the same output.
-import { instantInRange, maxMetadataBytes, maxMetadataKeys } from '../common-schemas.js';
+import { maxMetadataBytes, maxMetadataKeys } from '../common-schemas.js';
 import { timeWindowSchema } from '../common-schemas.js';
 import { maxTags, maxTimeWindows, type TargetFields } from './target-schema.js';
 
@@ -86,6 +86,17 @@ const instantPattern: RegExp = (() => {
   return pattern;
 })();
 
+// instantInRange's verdict, parsing once: the UTC year 1 … 9999 is this range of epoch ms.
+const minStoredMs = -62135596800000; // 0001-01-01T00:00:00Z
+const maxStoredMs = 253402300799999; // 9999-12-31T23:59:59.999Z
+
+/** An instant of instantPattern as epoch ms; NaN for an offset beyond ±15:59 (or a date Date cannot read). */
+function storedInstant(v: string): number {
+  const sign = v.charCodeAt(v.length - 6); // the pattern ends with Z or ±HH:MM
+  if ((sign === 0x2b || sign === 0x2d) && Number(v.slice(-5, -3)) > 15) return NaN;
+  return Date.parse(v);
+}
+
 function timeWindows(v: unknown): Checked<Obj[]> {
   if (!Array.isArray(v) || v.length > maxTimeWindows) return NOT_SURE;
   const out: Obj[] | null = building ? [] : null;
@@ -94,7 +105,9 @@ function timeWindows(v: unknown): Checked<Obj[]> {
     const { start, end } = w;
     if (typeof start !== 'string' || typeof end !== 'string') return NOT_SURE;
     if (!instantPattern.test(start) || !instantPattern.test(end)) return NOT_SURE;
-    if (!instantInRange(start) || !instantInRange(end) || !(Date.parse(end) > Date.parse(start))) return NOT_SURE;
+    const from = storedInstant(start);
+    const to = storedInstant(end);
+    if (!(from >= minStoredMs && to <= maxStoredMs && to > from)) return NOT_SURE;
     out?.push(Object.keys(w)[0] === 'start' ? { start, end } : { end, start });
   }
   return out ?? (v as Obj[]);
