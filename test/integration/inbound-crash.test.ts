@@ -9,7 +9,12 @@ import { scaled } from '../support/time-scale.js';
 // 100,000 targets; the worker process is SIGKILLed several times while it applies them,
 // restarted each time; afterwards rows and counters must be exact. The batches go in at once:
 // the one client is not held to a tenant's upload quota (test/e2e/upload-quota.test.ts has that).
-const suite = useGatewaySuite({ env: () => ({ UPLOAD_BYTES_PER_SECOND: String(1024 * 1024 * 1024) }) });
+// Small chunks (about 40 targets; 512 KiB holds 1,300): a worker applies the default's 80 chunks
+// in about a second on a quiet machine, before the first kill, and more chunks mean more places
+// for a kill to land.
+const suite = useGatewaySuite({
+  env: () => ({ UPLOAD_BYTES_PER_SECOND: String(1024 * 1024 * 1024), INBOUND_CHUNK_MAX_BYTES: '16384' }),
+});
 const total = 100_000;
 const perBatch = 10_000;
 
@@ -40,6 +45,10 @@ describe('inbound worker crash safety', () => {
         const worker = spawnWorkers(suite.config, 'inbound', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
         await worker.running();
         const start = (await progress()).applied;
+        if (start === total) {
+          await worker.kill('SIGKILL'); // the one before finished before its kill: none left to interrupt
+          break;
+        }
         // Let it apply some chunks, then kill it mid-run.
         await eventually(async () => ((await progress()).applied > start ? true : undefined), 60_000, 'progress');
         await new Promise((r) => setTimeout(r, 300 + kill * 200));
