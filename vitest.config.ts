@@ -10,6 +10,7 @@ console.log(`tests: time scale ${scale} (deadlines are idle-machine figures time
 export default defineConfig({
   test: {
     globalSetup: ['test/setup/global-setup.ts'],
+    setupFiles: ['test/setup/kill-left-processes.ts'],
     include: ['test/**/*.test.ts'],
     // Integration files share one broker and one PostgreSQL server; each isolates itself
     // (own database cloned from a migrated template, own topic prefix and consumer groups).

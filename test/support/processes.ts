@@ -17,6 +17,24 @@ export type ProcessExit = { code: number | null; signal: NodeJS.Signals | null }
 /** Keeps the last `max` characters a process wrote (a process logging through an outage can write a lot). */
 const outputMax = 512 * 1024;
 
+/** Service processes spawned in this test file that have not exited yet. */
+const live = new Set<ChildProcess>();
+
+/**
+ * SIGKILLs every service process this file spawned that is still running, and waits for them:
+ * run after each file (test/setup/kill-left-processes.ts), so a test that failed between spawning
+ * a process and stopping it does not leave it running beside the rest of the suite.
+ */
+export async function killLeftProcesses(): Promise<void> {
+  await Promise.all(
+    [...live].map((child) => {
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      return gone;
+    }),
+  );
+}
+
 /** A real service process (`node --import tsx <entry>`), its output and its exit. */
 function spawnService(
   entry: string,
@@ -29,6 +47,7 @@ function spawnService(
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.add(child);
   let output = '';
   let ready: RegExpExecArray | null = null;
   let exit: ProcessExit | null = null;
@@ -41,6 +60,7 @@ function spawnService(
   child.stderr!.on('data', collect);
   const exited = new Promise<ProcessExit>((resolve) =>
     child.once('exit', (code, signal) => {
+      live.delete(child);
       exit = { code, signal };
       resolve(exit);
     }),
