@@ -57,6 +57,24 @@ describe('broker availability', () => {
     broker.close();
   });
 
+  it('a check whose probe fails after close() starts no probing', async () => {
+    let fail: (err: Error) => void = () => undefined;
+    let probes = 0;
+    const broker = trackBrokerAvailability({
+      probe: () => {
+        probes++;
+        return new Promise<void>((_, reject) => (fail = reject));
+      },
+      probeIntervalMs: 1,
+    });
+    broker.suspect(new Error('produce to t timed out after 10 ms'));
+    broker.close();
+    fail(new Error('ECONNREFUSED'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(broker.available()).toBe(true);
+    expect(probes).toBe(1);
+  });
+
   it('tells a missing broker from a refused message', () => {
     expect(isBrokerUnreachable(new Error('produce to t timed out after 3000 ms'))).toBe(true);
     expect(isSendTimeout(new Error('produce to t timed out after 3000 ms'))).toBe(true);

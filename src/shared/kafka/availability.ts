@@ -24,6 +24,7 @@ export function trackBrokerAvailability(options: {
 }): BrokerAvailability {
   let down = false;
   let checking = false;
+  let closed = false; // a check that fails after close() must not start probing again
   let timer: NodeJS.Timeout | null = null;
 
   const schedule = () => {
@@ -41,7 +42,7 @@ export function trackBrokerAvailability(options: {
   };
 
   const markDown = (reason: Error) => {
-    if (down) return;
+    if (down || closed) return;
     down = true;
     options.onChange?.(false, reason);
     schedule();
@@ -59,6 +60,7 @@ export function trackBrokerAvailability(options: {
         .finally(() => (checking = false));
     },
     close() {
+      closed = true;
       if (timer) clearTimeout(timer);
       timer = null;
     },
