@@ -91,7 +91,11 @@ afterAll(async () => {
 
 describe('scripts/stack', () => {
   it('brings everything up under supervision, restarts what dies, and stops what it started gracefully', async () => {
-    const up = await stack('up');
+    // The state dir goes when the file ends: a failed `up` shows its processes' logs here.
+    const up = await stack('up').catch(async (err: Error) => {
+      const tail = async (name: string) => `--- ${name}.log ---\n${(await readLog(name)).slice(-3000)}`;
+      throw new Error(`${err.message}\n${await tail('gateway')}\n${await tail('workers')}`);
+    });
     expect(up.stdout).toContain(`gateway: http://127.0.0.1:${port}`);
     expect(await readyStatus()).toBe(200);
     expect(up.stdout).toContain(`worker metrics: http://127.0.0.1:${port + 3}/metrics`);
