@@ -794,7 +794,7 @@ async function applyPhase(
     workerCpuSeconds: round(workerCpu, 2),
     workerRssMiB: round(workerMem?.hwmMiB ?? NaN, 0),
     workerPeakFrom: peakReset ? 'VmHWM (reset when the workers ran, before applying)' : 'VmHWM (since start)',
-    applyMs: chunkApplyStats(runner.output(), seconds, serviceConfig.kafkaPartitionsConcurrently),
+    applyMs: chunkApplyStats(runner.output(), seconds, serviceConfig.workerApplyConcurrency),
     /** worker_inbound_chunks_total by outcome: copied, upserted, duplicate, orphan. */
     chunks,
     cpu: phaseCpuUsed,
@@ -820,7 +820,7 @@ function chunkOutcomes(metrics: string): Record<string, number> {
 /**
  * Per-chunk apply times from the workers' "message applied" log lines (pino JSON, durationMs),
  * and how full the partition slots were: the applies' total time over the phase's time the
- * slots (KAFKA_PARTITIONS_CONCURRENTLY) offered.
+ * slots (WORKER_APPLY_CONCURRENCY) offered.
  */
 function chunkApplyStats(output: string, phaseSeconds: number, slots: number) {
   const durations: number[] = [];

@@ -24,3 +24,13 @@ export function envelope<P>(
 ): Envelope<P> {
   return { type, version, ...ids, producedAt: new Date().toISOString(), payload };
 }
+
+/** The header a worker reads a message's tenant from, to share its capacity fairly (workers/fair-queue.ts). */
+export const tenantHeader = 'tenant-id';
+
+/** The Kafka headers every message of ours carries: what it is, and whose. */
+export const messageHeaders = (type: string, version: number, tenantId: string): Record<string, string> => ({
+  'message-type': type,
+  'message-version': String(version),
+  [tenantHeader]: tenantId,
+});

@@ -1,123 +1,184 @@
-import {
-  PartitionsRevokedError,
-  type BatchContext,
-  type ConsumerGroup,
-  type InboundMessage,
-} from '../shared/kafka/bus.js';
 import { classifyFailure } from '../shared/db/errors.js';
-import { failedMessageOf } from './permanent-error.js';
+import type { ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
+import { backoffMs, mayRetry, schedules, type RetrySchedule } from '../shared/retry.js';
+import { extractFrom, inSpan, SpanKind } from '../shared/tracing/context.js';
+import { EdgeRecordPending } from './edge-record.js';
+import { FairQueue, type Entry, type Lane } from './fair-queue.js';
 import { deadLetterTopic, topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
-import { noWorkerMetrics, type MessageOutcome } from './worker-metrics.js';
+import { noWorkerMetrics } from './worker-metrics.js';
 
-export type RetryPolicy = { attempts: number; baseDelayMs: number; maxDelayMs: number };
-export const defaultRetryPolicy: RetryPolicy = { attempts: 5, baseDelayMs: 200, maxDelayMs: 10_000 };
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A message of the batch in hand, neither applied nor dead-lettered yet. */
-type Pending = {
-  message: InboundMessage;
-  /** Failed attempts that count (an unreachable database is no verdict on the message). */
-  failures: number;
-  /** While it waits out a backoff: not tried again before this time (ms since the epoch). */
-  notBefore: number;
-  lastError: Error | null;
+/** How often applied offsets are committed (a crash re-applies at most this much, idempotently). */
+const commitEveryMs = 1000;
+
+export type RunningKind = {
+  /** Applies nothing more, waits for the applies under way, commits, and leaves the group. */
+  stop(): Promise<void>;
 };
 
 /**
- * What may be applied now, in offset order: messages not waiting out a backoff and not behind an
- * earlier message of their key that is (one key's messages stay in order; others go past).
- */
-function runnable(pending: Pending[], now: number, oneByOne: boolean): Pending[] {
-  const waitingKeys = new Set<string | null>();
-  const run: Pending[] = [];
-  for (const p of pending) {
-    if (waitingKeys.has(p.message.key)) continue;
-    if (p.notBefore > now) {
-      waitingKeys.add(p.message.key);
-      continue;
-    }
-    run.push(p);
-    if (oneByOne) break;
-  }
-  return run;
-}
-
-/**
- * The one failure policy for consumers. Each failed attempt is classified (classifyFailure,
- * shared/db/errors.ts):
+ * Runs one worker kind: its consumer group fetches into a FairQueue (fair-queue.ts: express lane
+ * first, tenants by least served, each key in order), and this loop applies what the queue hands
+ * out, WORKER_APPLY_CONCURRENCY messages at once plus one slot only the express lane may use.
+ *
+ * Each message is applied alone (its own transaction) and each failed attempt is classified
+ * (classifyFailure, shared/db/errors.ts):
  * - permanent (data PostgreSQL refuses, a PermanentMessageError): the message goes to
  *   `<topic>.dlq` at once, with the error and its origin in headers, and the kind is told
- *   (onDeadLetter marks its record failed): no retry, no backoff, so a poison message costs its
- *   partition one attempt;
- * - transient (deadlock, serialization, contention, statement timeout, anything unrecognised):
- *   the message is retried with exponential backoff up to `attempts` times, then dead-lettered;
- *   while it waits, the other messages of the batch go on (only later messages of its key wait
- *   behind it, to keep their order);
- * - outage (PostgreSQL unreachable): no verdict on anything; the partition waits for the database
- *   without using attempts up, so good messages are not dead-lettered during an outage.
- * A kind that applies its batch with applyEach says which message failed (those before it are
- * applied); the loop goes on from there. A batch that fails without saying so is retried whole
- * while the failure is transient, then (or at once when it is permanent) message by message.
- * Losing the partition in a rebalance abandons the batch uncommitted, as does stopping with a
- * retry pending; applies are idempotent, so the next owner applies it again. Nothing is dropped
- * silently.
+ *   (onDeadLetter marks its record failed): a poison message costs one attempt;
+ * - transient (deadlock, serialization, contention, anything unrecognised): retried after
+ *   `schedule`'s backoff, up to its attempts, then dead-lettered; meanwhile only later messages of
+ *   its key wait;
+ * - outage (PostgreSQL unreachable or not migrated): no verdict, no attempt used; nothing is
+ *   tried until a dependencyWait backoff has passed (every apply would fail the same way);
+ * - EdgeRecordPending (its edge record is not committed yet): tried again after an
+ *   edgeRecordWait backoff, holding only its key.
+ * Offsets are committed only up to the oldest message not yet applied; a rebalance drops what is
+ * not running (the next owner fetches it again). Nothing is dropped silently.
  */
 export async function runWorkerKind(
   kind: WorkerKind,
   group: ConsumerGroup,
   deps: WorkerDeps,
-  policy: RetryPolicy = defaultRetryPolicy,
-): Promise<void> {
+  schedule: RetrySchedule = schedules.messageRetry,
+): Promise<RunningKind> {
   const log = deps.logger.child({ worker: kind.name });
   const metrics = deps.metrics ?? noWorkerMetrics;
-  const count = (outcome: MessageOutcome, messages: number) => {
-    if (messages > 0) metrics.messages(kind.name, outcome, messages);
-  };
+  const topics = kind.topics(deps.config);
+  const laneOf = new Map<string, Lane>(topics.map((t) => [t.topic, t.lane ?? 'bulk']));
+  const hasExpressLane = [...laneOf.values()].includes('express');
+  const slots = deps.config.workerApplyConcurrency;
+  const queue = new FairQueue();
   const originOf = (m: InboundMessage) => `${m.topic}/${m.partition}/${m.offset}`;
-  const backoffMs = (failures: number) => Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.min(failures, 10));
 
-  /** Waits ms, heartbeating at least every second so the group keeps the partition meanwhile. */
-  async function pause(ms: number, ctx: BatchContext): Promise<void> {
-    const until = Date.now() + ms;
+  let running = 0;
+  let expressRunning = 0;
+  const inFlight = new Set<Promise<void>>();
+  let stopping = false;
+  let holdUntil = 0; // a dependency is away: nothing is tried before this
+  let outages = 0; // consecutive attempts that found a dependency away
+  let wakeTimer: NodeJS.Timeout | undefined;
+  let wakeAt = Infinity;
+
+  // Memory: a partition whose unapplied bytes pass its share of WORKER_BUFFER_BYTES is paused.
+  const pausedPartitions = new Set<string>();
+  const partitionShare = () => deps.config.workerBufferBytes / Math.max(1, queue.partitionCount);
+  const throttle = (topic: string, partition: number) => {
+    const id = `${topic}/${partition}`;
+    const bytes = queue.bufferedBytes(topic, partition);
+    if (bytes > partitionShare() && !pausedPartitions.has(id)) {
+      pausedPartitions.add(id);
+      group.pause(topic, partition);
+    } else if (bytes <= partitionShare() / 2 && pausedPartitions.delete(id)) {
+      group.resume(topic, partition);
+    }
+  };
+
+  const scheduleWake = (at: number) => {
+    if (at >= wakeAt) return;
+    clearTimeout(wakeTimer);
+    wakeAt = at;
+    wakeTimer = setTimeout(
+      () => {
+        wakeAt = Infinity;
+        pump();
+      },
+      Math.max(0, at - Date.now()),
+    );
+  };
+
+  /** Starts applies while slots are free and messages are ready. */
+  function pump(): void {
+    if (stopping) return;
+    const now = Date.now();
+    if (now < holdUntil) return scheduleWake(holdUntil);
     for (;;) {
-      const left = until - Date.now();
-      if (left > 0) await sleep(Math.min(left, 1000));
-      await ctx.heartbeat();
-      if (Date.now() >= until) return;
+      const expressSlot = running >= slots;
+      if (expressSlot && (!hasExpressLane || expressRunning > 0)) break;
+      const entry = queue.next(now, expressSlot ? ['express'] : ['express', 'bulk']);
+      if (!entry) break;
+      if (expressSlot) expressRunning++;
+      else running++;
+      const applying: Promise<void> = apply(entry).finally(() => {
+        if (expressSlot) expressRunning--;
+        else running--;
+        inFlight.delete(applying);
+        throttle(entry.message.topic, entry.message.partition);
+        pump();
+      });
+      inFlight.add(applying);
+    }
+    const wake = queue.nextWakeup();
+    if (wake !== undefined) scheduleWake(wake);
+  }
+
+  async function apply(entry: Entry): Promise<void> {
+    const { message } = entry;
+    const origin = originOf(message);
+    const started = performance.now();
+    try {
+      await inSpan(
+        `apply ${message.topic}`,
+        {
+          parent: extractFrom(message.headers),
+          kind: SpanKind.CONSUMER,
+          attributes: {
+            'messaging.system': 'kafka',
+            'messaging.destination.name': message.topic,
+            'messaging.kafka.offset': Number(message.offset),
+            'messaging.destination.partition.id': String(message.partition),
+          },
+        },
+        async () => {
+          await kind.apply(message, deps);
+          log.info({ origin, durationMs: Math.round((performance.now() - started) * 10) / 10 }, 'message applied');
+        },
+      );
+      outages = 0;
+      queue.done(entry);
+      metrics.messages(kind.name, 'applied', 1);
+      metrics.applyDuration(kind.name, (performance.now() - started) / 1000);
+    } catch (err) {
+      await failed(entry, asError(err), Math.round(performance.now() - started));
     }
   }
 
-  /**
-   * Tells the kind (e.g. marks the import job failed). PostgreSQL being briefly away must not
-   * leave the record unmarked, so this is retried like an apply; a hook that still fails is
-   * logged (the message is safe in the dead-letter topic) and the partition moves on.
-   */
-  async function reportDeadLetter(message: InboundMessage, error: Error, ctx: BatchContext): Promise<void> {
-    if (!kind.onDeadLetter) return;
-    let failures = 0;
-    for (;;) {
-      try {
-        await kind.onDeadLetter(message, error, deps);
-        return;
-      } catch (err) {
-        const hookError = asError(err);
-        const verdict = classifyFailure(hookError);
-        if (verdict !== 'outage') failures++;
-        const origin = originOf(message);
-        if (verdict === 'permanent' || failures >= policy.attempts) {
-          log.error({ err: hookError, origin }, 'dead-lettered message could not be reported to its kind');
-          return;
-        }
-        log.warn({ err: hookError, origin, verdict, failures }, 'reporting a dead-lettered message failed');
-        if (ctx.isStopping()) throw hookError; // uncommitted: the next owner dead-letters it again
-        await pause(backoffMs(failures), ctx);
-      }
+  async function failed(entry: Entry, error: Error, durationMs: number): Promise<void> {
+    const { message } = entry;
+    const origin = originOf(message);
+    if (error instanceof EdgeRecordPending) {
+      entry.edgeWaits++;
+      queue.retryAt(entry, Date.now() + backoffMs(schedules.edgeRecordWait, entry.edgeWaits));
+      return;
+    }
+    const verdict = classifyFailure(error);
+    metrics.messages(kind.name, 'failed_attempt', 1);
+    if (verdict === 'outage') {
+      holdUntil = Date.now() + backoffMs(schedules.dependencyWait, ++outages);
+      log.warn({ err: error, origin, verdict, outage: true, durationMs }, 'worker attempt failed');
+      queue.retryAt(entry, holdUntil);
+      return;
+    }
+    entry.failures++;
+    log.warn({ err: error, origin, verdict, failures: entry.failures, durationMs }, 'worker attempt failed');
+    if (verdict === 'transient' && mayRetry(schedule, entry.failures)) {
+      queue.retryAt(entry, Date.now() + backoffMs(schedule, entry.failures));
+      return;
+    }
+    try {
+      await deadLetter(message, error);
+      queue.done(entry);
+    } catch (dlqError) {
+      // Kafka (or the kind's report) is away: the message stays unapplied and uncommitted.
+      log.warn({ err: dlqError, origin }, 'dead-lettering failed; trying the message again later');
+      holdUntil = Date.now() + backoffMs(schedules.dependencyWait, ++outages);
+      queue.retryAt(entry, holdUntil);
     }
   }
 
-  async function deadLetter(message: InboundMessage, error: Error, ctx: BatchContext): Promise<void> {
+  async function deadLetter(message: InboundMessage, error: Error): Promise<void> {
     const origin = originOf(message);
     await deps.bus.produce(deadLetterTopic(message.topic), [
       {
@@ -132,107 +193,77 @@ export async function runWorkerKind(
       },
     ]);
     log.error({ err: error, origin }, 'message dead-lettered');
-    count('dead_lettered', 1);
-    await reportDeadLetter(message, error, ctx);
+    metrics.messages(kind.name, 'dead_lettered', 1);
+    await reportDeadLetter(message, error);
   }
 
-  /** Applies one fetched batch (one partition, offset order) under the policy. */
-  async function applyBatch(messages: InboundMessage[], ctx: BatchContext): Promise<void> {
-    let pending: Pending[] = messages.map((message) => ({ message, failures: 0, notBefore: 0, lastError: null }));
-    let batchFailures = 0; // failures of the batch as a whole that no message was named for
-    let oneByOne = false; // such a batch is then applied message by message
-    const settle = (done: Pending[]) => {
-      const settled = new Set(done);
-      pending = pending.filter((p) => !settled.has(p));
-    };
-
-    while (pending.length > 0) {
-      const now = Date.now();
-      const run = runnable(pending, now, oneByOne);
-      if (run.length === 0) {
-        // Everything left waits out a backoff (or is behind a message of its key that does).
-        const waiting = pending.filter((p) => p.notBefore > now);
-        if (ctx.isStopping()) throw waiting[0]!.lastError!; // leave it uncommitted for the next owner
-        await pause(Math.min(...waiting.map((p) => p.notBefore)) - now, ctx);
-        continue;
-      }
-
-      const started = performance.now();
+  /**
+   * Tells the kind (e.g. marks the import job failed). PostgreSQL being briefly away must not
+   * leave the record unmarked, so this is retried like an apply; a report that still fails is
+   * logged (the message is safe in the dead-letter topic) and the message counts as done.
+   */
+  async function reportDeadLetter(message: InboundMessage, error: Error): Promise<void> {
+    if (!kind.onDeadLetter) return;
+    for (let failures = 0, waits = 0; ;) {
       try {
-        await kind.handleBatch(
-          run.map((p) => p.message),
-          deps,
-          ctx,
-        );
-        settle(run);
-        count('applied', run.length);
-        metrics.applyDuration(kind.name, (performance.now() - started) / 1000);
-        continue;
+        return await kind.onDeadLetter(message, error, deps);
       } catch (err) {
-        const error = asError(err);
-        // The group moved the partition (a member joined or left): no verdict on the messages;
-        // give the batch up uncommitted, and its next owner applies it.
-        if (error instanceof PartitionsRevokedError) throw error;
-        const verdict = classifyFailure(error);
-        const outage = verdict === 'outage';
-        const durationMs = Math.round(performance.now() - started);
-        const named = failedMessageOf(error);
-        let at = named ? run.findIndex((p) => p.message === named) : -1;
-        if (at < 0 && run.length === 1) at = 0; // a batch of one: that message failed
-
-        if (at < 0) {
-          // Unattributed: all we know is that the batch failed.
-          if (!outage) batchFailures++;
-          count('failed_attempt', run.length);
-          const what = `batch of ${run.length}`;
-          log.warn({ err: error, what, verdict, failures: batchFailures, outage, durationMs }, 'worker attempt failed');
-          if (verdict === 'permanent' || batchFailures >= policy.attempts) {
-            oneByOne = true; // find the culprit alone, at once
-            continue;
-          }
-          if (ctx.isStopping()) throw error;
-          await pause(backoffMs(batchFailures), ctx);
-          continue;
+        const verdict = classifyFailure(err);
+        if (verdict !== 'outage') failures++;
+        if (verdict === 'permanent' || !mayRetry(schedule, failures)) {
+          log.error({ err, origin: originOf(message) }, 'dead-lettered message could not be reported to its kind');
+          return;
         }
-
-        settle(run.slice(0, at)); // applied before the failure
-        count('applied', at);
-        const failed = run[at]!;
-        if (!outage) failed.failures++;
-        count('failed_attempt', 1);
-        log.warn(
-          {
-            err: error,
-            what: `message ${failed.message.offset}`,
-            origin: originOf(failed.message),
-            verdict,
-            failures: failed.failures,
-            outage,
-            durationMs,
-          },
-          'worker attempt failed',
-        );
-        if (verdict === 'permanent' || failed.failures >= policy.attempts) {
-          await deadLetter(failed.message, error, ctx);
-          settle([failed]);
-          await ctx.heartbeat();
-          continue;
-        }
-        if (ctx.isStopping()) throw error; // leave it uncommitted for the next owner
-        if (outage) {
-          await pause(backoffMs(failed.failures), ctx); // nothing applies now: wait for the database
-          continue;
-        }
-        failed.notBefore = Date.now() + backoffMs(failed.failures);
-        failed.lastError = error;
+        // Stopping: left uncommitted, so the next owner dead-letters and reports it again.
+        if (stopping) throw err;
+        await sleep(backoffMs(verdict === 'outage' ? schedules.dependencyWait : schedule, ++waits));
       }
     }
   }
 
-  const topics = kind.topics(deps.config);
+  let committing: Promise<void> | undefined;
+  const commit = () => {
+    if (committing) return committing;
+    const offsets = queue.takeCommits();
+    if (offsets.length === 0) return Promise.resolve();
+    committing = group
+      .commit(offsets)
+      .then(
+        () => queue.committed(offsets),
+        (err: unknown) => log.debug({ err }, 'offset commit failed; trying again with the next'),
+      )
+      .finally(() => (committing = undefined));
+    return committing;
+  };
+
   await deps.bus.ensureTopics(topicsWithDeadLetters(kind, deps.config));
   await group.run(
     topics.map((t) => t.topic),
-    applyBatch,
+    {
+      deliver(messages) {
+        const first = messages[0]!;
+        queue.add(messages, laneOf.get(first.topic) ?? 'bulk');
+        throttle(first.topic, first.partition);
+        pump();
+      },
+      reset() {
+        queue.reset();
+        pausedPartitions.clear(); // the group resumed them
+      },
+    },
   );
+  const commitTimer = setInterval(() => void commit(), commitEveryMs);
+  commitTimer.unref();
+
+  return {
+    async stop() {
+      stopping = true;
+      clearInterval(commitTimer);
+      clearTimeout(wakeTimer);
+      await Promise.allSettled([...inFlight]);
+      await committing;
+      await commit();
+      await group.stop();
+    },
+  };
 }

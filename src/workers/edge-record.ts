@@ -1,37 +1,51 @@
-import type { PoolClient } from '../shared/db/pool.js';
-import type { Logger } from '../shared/logger.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { edgeWriterDone } from '../shared/edge-lock.js';
+import type { WorkerDeps } from './worker-kind.js';
 
 /**
- * Waits for the edge record a message names. The gateway commits its record only after Kafka
- * acknowledged the message, so a worker can see the message a moment before the row: wait up to
- * graceMs after producedAt. Still missing then, with the gateway's edge transaction over (its
- * advisory lock free) → the gateway rolled back (it answered 503, or crashed before answering):
- * an orphan, which is skipped. Returns the locked row or null.
+ * A message came before its edge record. The gateway commits the record only after Kafka
+ * acknowledged the message, so a worker can see the message a moment before the row. The apply
+ * gives up its transaction and throws this; the consumer loop tries the message again a little
+ * later (schedules.edgeRecordWait), holding nothing meanwhile but the message's own key.
  */
-export async function awaitEdgeRecord<R>(
-  load: () => Promise<R | null>,
-  producedAt: string,
-  graceMs: number,
-  heartbeat: () => Promise<void>,
-  log: Logger,
-  what: string,
-  /** Whether the gateway's edge transaction for this record has ended (shared/edge-lock.ts). */
-  writerDone: () => Promise<boolean>,
-): Promise<R | null> {
-  for (;;) {
-    const row = await load();
-    if (row) return row;
-    // Past the grace, and the gateway's transaction is over without the row: it rolled back. If
-    // it is still open (a stalled gateway), the row may yet commit: keep waiting.
-    if (Date.now() - Date.parse(producedAt) > graceMs && (await writerDone())) {
-      log.warn({ what, producedAt }, 'orphan message skipped: its edge record never committed');
-      return null;
-    }
-    await sleep(250);
-    await heartbeat();
+export class EdgeRecordPending extends Error {
+  constructor(readonly what: string) {
+    super(`${what}: its edge record is not committed yet`);
   }
 }
 
-export type { PoolClient };
+export type EdgeWait = {
+  /** When the gateway produced the message (ISO 8601). */
+  producedAt: string;
+  /** How long after producedAt a missing record may still come (ORPHAN_GRACE_MS). */
+  graceMs: number;
+  /** Whether the gateway's edge transaction for the record has ended (shared/edge-lock.ts). */
+  writerDone: () => Promise<boolean>;
+  /** Names the record in logs and errors. */
+  what: string;
+};
+
+/**
+ * The edge record a message names, loaded (and locked) by the caller in its transaction: returns
+ * it when there; null when it never will be (past the grace, and the gateway's edge transaction
+ * is over without it: the gateway rolled back, after a 503 or a crash — an orphan, to skip);
+ * otherwise throws EdgeRecordPending. A record whose gateway transaction is still open (a stalled
+ * gateway) may yet commit, so it is waited for past the grace.
+ */
+export async function edgeRecordOrWait<R>(row: R | null | undefined, wait: EdgeWait): Promise<R | null> {
+  if (row) return row;
+  if (Date.now() - Date.parse(wait.producedAt) > wait.graceMs && (await wait.writerDone())) return null;
+  throw new EdgeRecordPending(wait.what);
+}
+
+/** The wait for a message's edge record `recordId`, under this worker's orphan grace. */
+export const edgeWait = (
+  deps: Pick<WorkerDeps, 'config' | 'pool'>,
+  producedAt: string,
+  recordId: string,
+  what: string,
+): EdgeWait => ({
+  producedAt,
+  graceMs: deps.config.orphanGraceMs,
+  writerDone: () => edgeWriterDone(deps.pool, recordId),
+  what,
+});

@@ -4,7 +4,8 @@ import { createPool } from '../shared/db/pool.js';
 import { isBrokerUnreachable } from '../shared/kafka/availability.js';
 import { createKafkaBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
-import { runWorkerKind, type RetryPolicy } from './consumer-loop.js';
+import type { RetrySchedule } from '../shared/retry.js';
+import { runWorkerKind, type RunningKind } from './consumer-loop.js';
 import type { WorkersState } from './ops/readiness.js';
 import { startWorkerOps } from './ops/worker-ops.js';
 import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
@@ -25,7 +26,7 @@ const isPolling = (kind: HostedWorker): kind is PollingWorker => 'polling' in ki
  * Runs start() until it gets past the broker: a worker started while Kafka is down waits for it
  * (logging, with backoff up to 30 s) instead of exiting into a restart loop.
  */
-async function untilBrokerAnswers(logger: Logger, worker: string, start: () => Promise<void>): Promise<void> {
+async function untilBrokerAnswers<T>(logger: Logger, worker: string, start: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await start();
@@ -47,7 +48,7 @@ export async function startWorkers(
   config: Config,
   logger: Logger,
   kinds: HostedWorker[],
-  retryPolicy?: RetryPolicy,
+  retrySchedule?: RetrySchedule,
   serve?: { onListening(url: string): void },
 ): Promise<RunningWorkers> {
   const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-workers', {
@@ -97,7 +98,6 @@ export async function startWorkers(
     const group = bus.consumerGroup(groupIdOf(kind), {
       sessionTimeoutMs: config.kafkaSessionTimeoutMs,
       stallTimeoutMs: config.kafkaConsumerStallTimeoutMs,
-      partitionsConcurrently: config.kafkaPartitionsConcurrently,
     });
     group.onCrash((error) => {
       // A non-retriable crash stops kafkajs's consumer for good: exit so a supervisor restarts us.
@@ -107,10 +107,11 @@ export async function startWorkers(
     return { kind, group };
   });
   let pollers: { stop(): Promise<void> }[];
+  let running: RunningKind[];
   try {
-    await Promise.all(
+    running = await Promise.all(
       groups.map(({ kind, group }) =>
-        untilBrokerAnswers(logger, kind.name, () => runWorkerKind(kind, group, deps, retryPolicy)),
+        untilBrokerAnswers(logger, kind.name, () => runWorkerKind(kind, group, deps, retrySchedule)),
       ),
     );
     pollers = await Promise.all(kinds.filter(isPolling).map((kind) => kind.start(deps)));
@@ -134,8 +135,8 @@ export async function startWorkers(
     async stop() {
       state = 'stopping'; // /readyz answers 503 from now on
       clearInterval(heartbeat);
-      // Each group finishes its batch in hand and commits before leaving.
-      await Promise.all([...groups.map(({ group }) => group.stop()), ...pollers.map((p) => p.stop())]);
+      // Each kind finishes the applies under way and commits before leaving its group.
+      await Promise.all([...running.map((kind) => kind.stop()), ...pollers.map((p) => p.stop())]);
       await bus.close();
       await pool.end();
       await ops?.close();

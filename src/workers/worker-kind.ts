@@ -1,7 +1,8 @@
 import type { Config } from '../shared/config.js';
 import type { Pool } from '../shared/db/pool.js';
-import type { BatchContext, InboundMessage, MessageBus, TopicSpec } from '../shared/kafka/bus.js';
+import type { InboundMessage, MessageBus, TopicSpec } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
+import type { Lane } from './fair-queue.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
 export type WorkerDeps = {
@@ -13,19 +14,27 @@ export type WorkerDeps = {
   metrics?: WorkerMetrics;
 };
 
+/** A topic a kind consumes, and the lane its messages take (default bulk; see fair-queue.ts). */
+export type KindTopic = TopicSpec & { lane?: Lane };
+
 /**
  * One kind of worker: a consumer group over its topics and a typed handler. The runner
- * (consumer-loop.ts) owns retries, dead-lettering, offsets and shutdown; a kind only
- * applies messages, idempotently, since any batch may be delivered again after a crash.
+ * (consumer-loop.ts) owns scheduling, retries, dead-lettering, offsets and shutdown; a kind only
+ * applies one message, idempotently (in one transaction), since any message may be delivered
+ * again after a crash.
  */
 export type WorkerKind = {
   name: string;
   /** Consumer group id (without the topic prefix). */
   groupId: string;
   /** Topics this kind consumes; created at start if missing. */
-  topics(config: Config): TopicSpec[];
-  /** Applies a batch from one partition, in offset order. Use applyEach so a failure names its message; what a throw means is decided by classifyFailure (see consumer-loop.ts). */
-  handleBatch(messages: InboundMessage[], deps: WorkerDeps, ctx: BatchContext): Promise<void>;
+  topics(config: Config): KindTopic[];
+  /**
+   * Applies one message (messages of one key come in order, one at a time). What a throw means
+   * is decided by classifyFailure (see consumer-loop.ts); EdgeRecordPending (edge-record.ts)
+   * means "try again shortly".
+   */
+  apply(message: InboundMessage, deps: WorkerDeps): Promise<void>;
   /** Called after a message was dead-lettered (e.g. to mark its import job failed). */
   onDeadLetter?(message: InboundMessage, error: Error, deps: WorkerDeps): Promise<void>;
 };
@@ -38,4 +47,4 @@ export const deadLetterTopic = (topic: string) => `${topic}.dlq`;
  * would block its partition.
  */
 export const topicsWithDeadLetters = (kind: WorkerKind, config: Config): TopicSpec[] =>
-  kind.topics(config).flatMap((t) => [t, { ...t, topic: deadLetterTopic(t.topic), partitions: 1 }]);
+  kind.topics(config).flatMap(({ lane: _lane, ...t }) => [t, { ...t, topic: deadLetterTopic(t.topic), partitions: 1 }]);

@@ -28,7 +28,7 @@ export type InboundChunkOutcome = (typeof inboundChunkOutcomes)[number];
 
 export interface WorkerMetrics {
   messages(kind: string, outcome: MessageOutcome, count?: number): void;
-  /** Seconds one successful handleBatch call took (a fetched batch, or the part of it that could run). */
+  /** Seconds one successful apply of one message took. */
   applyDuration(kind: string, seconds: number): void;
   webhookAttempt(outcome: WebhookOutcome): void;
   inboundChunk(outcome: InboundChunkOutcome): void;

@@ -1,3 +1,4 @@
+import { reading } from '../support/kafka.js';
 // Fault-injection harness (issue 11): real gateway and worker processes, a load generator that
 // records every answer, an oracle that compares every acknowledged write with PostgreSQL, and
 // one line of figures per scenario. Scenarios live in test/faults/*.test.ts.
@@ -868,22 +869,25 @@ async function messagesByKey(config: Config, keys: string[], readMs = 15_000): P
     const group = bus.consumerGroup(`${config.kafkaTopicPrefix}diagnosis-${randomBytes(3).toString('hex')}`);
     const names = topicNames(config);
     await withDeadline(
-      group.run([names.jobs, names.inboundTargets], async (messages) => {
-        for (const m of messages) {
-          if (!m.key || !wanted.has(m.key)) continue;
-          let producedAt = '';
-          try {
-            producedAt = JSON.parse(String(m.value)).producedAt ?? '';
-          } catch {
-            // not JSON
+      group.run(
+        [names.jobs, names.inboundTargets, names.inboundTargetsExpress],
+        reading((messages) => {
+          for (const m of messages) {
+            if (!m.key || !wanted.has(m.key)) continue;
+            let producedAt = '';
+            try {
+              producedAt = JSON.parse(String(m.value)).producedAt ?? '';
+            } catch {
+              // not JSON
+            }
+            const list = found.get(m.key) ?? [];
+            list.push(
+              `${m.topic.slice(config.kafkaTopicPrefix.length)}/${m.partition}/${m.offset}(producedAt ${producedAt})`,
+            );
+            found.set(m.key, list);
           }
-          const list = found.get(m.key) ?? [];
-          list.push(
-            `${m.topic.slice(config.kafkaTopicPrefix.length)}/${m.partition}/${m.offset}(producedAt ${producedAt})`,
-          );
-          found.set(m.key, list);
-        }
-      }),
+        }),
+      ),
       scaled(30_000),
     );
     await sleep(scaled(readMs));

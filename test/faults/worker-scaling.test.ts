@@ -24,7 +24,7 @@ afterAll(async () => {
 const backlogBatches = 50;
 const backlogBatchSize = 1000;
 // One partition at a time per process, so the backlog lasts while the others join.
-const inboundEnv = { KAFKA_PARTITIONS_CONCURRENTLY: '1' };
+const inboundEnv = { WORKER_APPLY_CONCURRENCY: '1' };
 
 describe('inbound workers joining and leaving under load', () => {
   it(

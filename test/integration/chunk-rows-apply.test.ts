@@ -1,3 +1,4 @@
+import type { EdgeWait } from '../../src/workers/edge-record.js';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chunkMessages, cutIntoChunks } from '../../src/gateway/inbound/chunks.js';
@@ -113,6 +114,14 @@ function v2Chunks(job: number, sourceSystem: string, targets: TargetFields[], ma
 }
 const newJob = () => insertImportJob(pool, { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId });
 
+/** The job is always there in these tests: an edge wait that never waits. */
+const present: EdgeWait = {
+  producedAt: new Date().toISOString(),
+  graceMs: 0,
+  writerDone: async () => true,
+  what: 'test',
+};
+
 describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', () => {
   it('for 1,500 generated targets in chunks of a few kilobytes, applied in two source systems', async () => {
     const caller = { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId };
@@ -132,12 +141,12 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
     expect(v2.every((c) => c.format === 'rows') && v1.every((c) => c.format === 'json')).toBe(true);
     // Both apply into the same job's ledger: chunk indexes must not collide, so v1 goes first and
     // its ledger rows are removed before v2 claims the same indexes.
-    for (const chunk of v1) expect(await applyChunk(pool, chunk, (load) => load())).toBe('upserted');
+    for (const chunk of v1) expect(await applyChunk(pool, chunk, present)).toBe('upserted');
     await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
     // Repeated external ids: every chunk goes through the staging table, whether it tries COPY first or not.
     const outcomes = [];
     for (const [i, chunk] of v2.entries())
-      outcomes.push(await applyChunk(pool, chunk, (load) => load(), i % 2 ? upsertOnly : new CopyFirstPolicy()));
+      outcomes.push(await applyChunk(pool, chunk, present, i % 2 ? upsertOnly : new CopyFirstPolicy()));
     expect(new Set(outcomes)).toEqual(new Set(['upserted']));
 
     const [fromJson, fromRows] = [await stored(caller.tenantId, 'v1'), await stored(caller.tenantId, 'v2')];
@@ -160,10 +169,10 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
     const policy = new CopyFirstPolicy();
     const outcomes: ChunkOutcome[] = [];
     for (const chunk of v2Chunks(job, 'copied', targets, 8_000))
-      outcomes.push(await applyChunk(pool, chunk, (l) => l(), policy));
+      outcomes.push(await applyChunk(pool, chunk, present, policy));
     await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
     for (const chunk of v2Chunks(job, 'upserted', targets, 8_000))
-      expect(await applyChunk(pool, chunk, (l) => l(), upsertOnly)).toBe('upserted');
+      expect(await applyChunk(pool, chunk, present, upsertOnly)).toBe('upserted');
 
     expect(outcomes.length).toBeGreaterThan(10);
     expect(new Set(outcomes)).toEqual(new Set(['copied']));
@@ -176,7 +185,7 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
 
   it('refuses a chunk whose rows do not number what it names on the COPY path too, writing nothing', async () => {
     const [chunk] = v2Chunks(await newJob(), 'miscounted', [generatedTarget(1), generatedTarget(2)]);
-    await expect(applyChunk(pool, { ...chunk!, itemCount: 3 }, (l) => l(), new CopyFirstPolicy())).rejects.toThrow(
+    await expect(applyChunk(pool, { ...chunk!, itemCount: 3 }, present, new CopyFirstPolicy())).rejects.toThrow(
       PermanentMessageError,
     );
     expect(await stored(demo.tenantId, 'miscounted')).toEqual([]);
@@ -198,7 +207,7 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
       };
       const targets = Array.from({ length: 20 }, (_, i) => ({ ...generatedTarget(i), externalId: `leak-${i}` }));
 
-      const apply = async (chunk: ReturnType<typeof decodeChunk>) => applyChunk(onePool, chunk, (l) => l(), upsertOnly);
+      const apply = async (chunk: ReturnType<typeof decodeChunk>) => applyChunk(onePool, chunk, present, upsertOnly);
       expect(await apply(await chunkOf('first', targets.slice(0, 10)))).toBe('upserted');
       expect(await staged()).toBe(0);
       await expect(apply(await chunkOf('refused', targets.slice(10), 11))).rejects.toThrow(PermanentMessageError);
@@ -234,7 +243,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
   it('when targets exist, with newer data winning, and the next chunks of that source skip COPY for a while', async () => {
     const policy = new CopyFirstPolicy(2);
     const apply = async (job: number, targets: TargetFields[]) =>
-      applyChunk(pool, v2Chunks(job, 'existing', targets)[0]!, (l) => l(), policy);
+      applyChunk(pool, v2Chunks(job, 'existing', targets)[0]!, present, policy);
     const [older, first, second, third, fourth] = [
       await newJob(),
       await newJob(),
@@ -254,7 +263,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
 
   it('when the chunk names an external id twice: the later item wins', async () => {
     const [chunk] = v2Chunks(await newJob(), 'twice', [target('x', 'first'), target('y', 'y'), target('x', 'later')]);
-    expect(await applyChunk(pool, chunk!, (l) => l(), new CopyFirstPolicy())).toBe('upserted');
+    expect(await applyChunk(pool, chunk!, present, new CopyFirstPolicy())).toBe('upserted');
     expect(await names('twice')).toEqual(['x=later', 'y=y']);
   });
 
@@ -265,7 +274,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
     for (const column of ['time_windows', 'tags', 'metadata'] as const)
       columns[chunkRowColumns.indexOf(column)] = '\\N';
     const earlier = { ...chunk, rows: Buffer.from(`${columns.join('\t')}\n`) };
-    expect(await applyChunk(pool, earlier, (l) => l(), new CopyFirstPolicy())).toBe('upserted');
+    expect(await applyChunk(pool, earlier, present, new CopyFirstPolicy())).toBe('upserted');
     const { rows } = await pool.query(
       `SELECT time_windows, tags, metadata FROM targets WHERE tenant_id = $1 AND source_system = 'nulls'`,
       [demo.tenantId],
@@ -290,12 +299,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
       );
       const job = await newJob();
       const targets = ['m1', 'm2', 'm3'].map((id) => target(id, `${id}-chunk`));
-      const applying = applyChunk(
-        applyPool,
-        v2Chunks(job, sourceSystem, targets)[0]!,
-        (l) => l(),
-        new CopyFirstPolicy(),
-      );
+      const applying = applyChunk(applyPool, v2Chunks(job, sourceSystem, targets)[0]!, present, new CopyFirstPolicy());
       await eventually(
         async () =>
           (

@@ -4,7 +4,7 @@ import type { InboundMessage } from '../../src/shared/kafka/bus.js';
 import { isBrokerUnreachable } from '../../src/shared/kafka/availability.js';
 import { createThreadedProducer } from '../../src/shared/kafka/producer-thread.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { eventually, testBus, uniqueName } from '../support/kafka.js';
+import { eventually, testBus, uniqueName, reading } from '../support/kafka.js';
 import { scaled } from '../support/time-scale.js';
 
 // The producer thread large sends go through (producer-thread.ts), against the real broker.
@@ -41,7 +41,10 @@ describe('the Kafka producer thread', () => {
 
     const received: InboundMessage[] = [];
     const group = bus.consumerGroup(uniqueName('group'));
-    await group.run([topic], async (messages) => void received.push(...messages));
+    await group.run(
+      [topic],
+      reading((messages) => void received.push(...messages)),
+    );
     await eventually(() => (received.length >= 12 ? true : undefined), 30_000, 'all messages');
     await group.stop();
 

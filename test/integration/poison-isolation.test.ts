@@ -5,12 +5,12 @@ import type { InboundMessage, MessageBus } from '../../src/shared/kafka/bus.js';
 import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { envelope } from '../../src/shared/messages.js';
-import { defaultRetryPolicy } from '../../src/workers/consumer-loop.js';
+import { schedules } from '../../src/shared/retry.js';
 import { inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
 import { deadLetterTopic } from '../../src/workers/worker-kind.js';
 import { bearer, createDemo, insertImportJob } from '../support/fixtures.js';
-import { eventually, testBus, uniqueName } from '../support/kafka.js';
+import { eventually, testBus, uniqueName, reading } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
 import { scaled } from '../support/time-scale.js';
@@ -85,12 +85,15 @@ describe('poison isolation (issue 12)', () => {
       const config = suite.config;
       const topic = topicNames(config).inboundTargets;
       workers = await startWorkers(config, createLogger('info', 'poison-workers', sink), [inboundWorker], {
-        ...defaultRetryPolicy,
+        ...schedules.messageRetry,
       });
       bus = testBus();
       const dlq: InboundMessage[] = [];
       const reader = bus.consumerGroup(uniqueName('dlq-reader'));
-      await reader.run([deadLetterTopic(topic)], async (messages) => void dlq.push(...messages));
+      await reader.run(
+        [deadLetterTopic(topic)],
+        reading((messages) => void dlq.push(...messages)),
+      );
       dlqReader.stop = () => reader.stop();
 
       // Warm-up: the group has joined and applies.

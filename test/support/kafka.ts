@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import { createKafkaBus, type MessageBus } from '../../src/shared/kafka/bus.js';
+import { createKafkaBus, type Feed, type InboundMessage, type MessageBus } from '../../src/shared/kafka/bus.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { scaled } from './time-scale.js';
 
@@ -33,4 +33,24 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * A consumer group feed for tests that only read a topic: each message once (a rebalance makes
+ * the group deliver uncommitted messages again; nothing is committed here).
+ */
+export function reading(onMessages: (messages: InboundMessage[]) => void): Feed {
+  const seen = new Set<string>();
+  return {
+    deliver(messages) {
+      const fresh = messages.filter((m) => {
+        const id = `${m.topic}/${m.partition}/${m.offset}`;
+        if (seen.has(id)) return false;
+        seen.add(id);
+        return true;
+      });
+      if (fresh.length > 0) onMessages(fresh);
+    },
+    reset: () => undefined,
+  };
 }

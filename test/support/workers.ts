@@ -7,7 +7,7 @@ import type { WorkerKind } from '../../src/workers/worker-kind.js';
 export function startTestWorkers(config: Config, kinds: WorkerKind[]): Promise<RunningWorkers> {
   return startWorkers(config, createLogger('warn', 'test-workers'), kinds, {
     attempts: 3,
-    baseDelayMs: 50,
-    maxDelayMs: 200,
+    baseMs: 50,
+    maxMs: 200,
   });
 }

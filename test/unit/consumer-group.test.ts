@@ -1,6 +1,6 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createConsumerGroup, type ConsumerGroupOptions } from '../../src/shared/kafka/consumer-group.js';
+import { createConsumerGroup, type ConsumerGroupOptions, type Feed } from '../../src/shared/kafka/consumer-group.js';
 import { createLogger } from '../../src/shared/logger.js';
 
 // The restart and stall policy alone, over a fake kafkajs consumer (the real broker's side is in
@@ -83,6 +83,8 @@ const batchPayload = () =>
     isStale: () => false,
   }) as unknown as EachBatchPayload;
 
+const noFeed: Feed = { deliver: () => undefined, reset: () => undefined };
+
 /** A group over fake consumers; `prepare` may set up the n-th consumer made (0-based) before use. */
 function harness(options: ConsumerGroupOptions = {}, prepare: (consumer: FakeConsumer, n: number) => void = () => {}) {
   const made: FakeConsumer[] = [];
@@ -116,7 +118,7 @@ afterEach(() => {
 describe('consumer group: consumers kafkajs gives up for good', () => {
   it('starts a fresh consumer after a crash kafkajs does not restart while the broker is away', async () => {
     const { group, made, discarded, crashes } = harness();
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     made[0]!.crash(brokerAway(), false);
     await vi.advanceTimersByTimeAsync(1000);
 
@@ -133,7 +135,7 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
     const { group, made, discarded, crashes } = harness({}, (consumer, n) => {
       if (n === 1 || n === 2) consumer.connecting = Promise.reject(brokerAway());
     });
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     made[0]!.crash(brokerAway(), false);
     await vi.advanceTimersByTimeAsync(60_000);
 
@@ -148,7 +150,7 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
 
   it('hands any other crash kafkajs does not restart to the listener, and starts nothing', async () => {
     const { group, made, crashes } = harness();
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     const error = refused();
     made[0]!.crash(error, false);
     await vi.advanceTimersByTimeAsync(60_000);
@@ -159,7 +161,7 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
 
   it('leaves crashes kafkajs restarts itself to kafkajs', async () => {
     const { group, made, crashes } = harness();
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     made[0]!.crash(brokerAway(), true);
     made[0]!.crash(refused(), true);
     await vi.advanceTimersByTimeAsync(60_000);
@@ -171,7 +173,7 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
 
   it('starts nothing once stopped while a restart is pending', async () => {
     const { group, made } = harness();
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     made[0]!.crash(brokerAway(), false);
     await group.stop();
     await vi.advanceTimersByTimeAsync(120_000);
@@ -184,7 +186,7 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
     const { group, made } = harness({}, (consumer, n) => {
       if (n === 1) consumer.connecting = connected.promise;
     });
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     made[0]!.crash(brokerAway(), false);
     await vi.advanceTimersByTimeAsync(1000);
     expect(made).toHaveLength(2);
@@ -202,8 +204,8 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
     const { group, made, discarded } = harness({}, (consumer, n) => {
       if (n === 0) consumer.connecting = Promise.reject(brokerAway());
     });
-    await expect(group.run(['t'], async () => undefined)).rejects.toThrow('group coordinator');
-    await group.run(['t'], async () => undefined);
+    await expect(group.run(['t'], noFeed)).rejects.toThrow('group coordinator');
+    await group.run(['t'], noFeed);
 
     expect(made[0]!.calls).toEqual(['connect', 'disconnect']);
     expect(discarded).toEqual([made[0]]);
@@ -216,7 +218,7 @@ describe('consumer group: stall watchdog', () => {
 
   it('replaces a running consumer that shows no sign of life', async () => {
     const { group, made, warnings } = harness({ stallTimeoutMs });
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     await vi.advanceTimersByTimeAsync(stallTimeoutMs + 5000);
 
     expect(made).toHaveLength(2);
@@ -227,7 +229,7 @@ describe('consumer group: stall watchdog', () => {
 
   it('leaves a consumer alone while it fetches', async () => {
     const { group, made } = harness({ stallTimeoutMs });
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     for (let i = 0; i < 60; i++) {
       made[0]!.emit(events.FETCH_START, { nodeId: 1 });
       await vi.advanceTimersByTimeAsync(1000);
@@ -236,48 +238,11 @@ describe('consumer group: stall watchdog', () => {
     expect(made).toHaveLength(1);
   });
 
-  it("counts our handler's heartbeats as signs of life", async () => {
-    const { group, made } = harness({ stallTimeoutMs });
-    await group.run(['t'], async (_messages, ctx) => {
-      for (let i = 0; i < 60; i++) {
-        await ctx.heartbeat();
-        await new Promise((r) => setTimeout(r, 1000));
-      }
-      await ctx.heartbeat();
-    });
-    const batch = made[0]!.eachBatch!(batchPayload());
-    await vi.advanceTimersByTimeAsync(60_000);
-    await batch;
-    // Silent since the batch's last heartbeat only, not since the batch began.
-    await vi.advanceTimersByTimeAsync(stallTimeoutMs / 2);
-    expect(made).toHaveLength(1);
-  });
-
-  it('leaves a consumer alone while a batch is in hand, and watches again after', async () => {
-    const batchDone = deferred();
-    const { group, made } = harness({ stallTimeoutMs, partitionsConcurrently: 2 });
-    let applied = 0;
-    await group.run(['t'], async () => {
-      await batchDone.promise;
-      applied++;
-    });
-    const first = made[0]!.eachBatch!(batchPayload());
-    const second = made[0]!.eachBatch!(batchPayload());
-    await vi.advanceTimersByTimeAsync(60_000);
-    expect(made).toHaveLength(1);
-
-    batchDone.resolve();
-    await Promise.all([first, second]);
-    expect(applied).toBe(2);
-    await vi.advanceTimersByTimeAsync(stallTimeoutMs + 5000);
-    expect(made).toHaveLength(2);
-  });
-
   it('starts a fresh consumer even when the stalled one never finishes disconnecting', async () => {
     const { group, made, discarded } = harness({ stallTimeoutMs, sessionTimeoutMs: 6000 }, (consumer, n) => {
       if (n === 0) consumer.disconnecting = new Promise(() => undefined);
     });
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     await vi.advanceTimersByTimeAsync(stallTimeoutMs + 5000 + 6000);
 
     expect(made).toHaveLength(2);
@@ -290,7 +255,7 @@ describe('consumer group: stall watchdog', () => {
     await vi.advanceTimersByTimeAsync(60_000);
     expect(made).toHaveLength(0);
 
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     await group.stop();
     await vi.advanceTimersByTimeAsync(60_000);
     expect(made).toHaveLength(1);
@@ -298,10 +263,45 @@ describe('consumer group: stall watchdog', () => {
 
   it('defaults to max(90 s, 3 × session timeout)', async () => {
     const { group, made } = harness({ sessionTimeoutMs: 45_000 });
-    await group.run(['t'], async () => undefined);
+    await group.run(['t'], noFeed);
     await vi.advanceTimersByTimeAsync(130_000);
     expect(made).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(15_000);
     expect(made).toHaveLength(2);
+  });
+});
+
+describe('consumer group: fetching never waits for applies', () => {
+  it('hands each batch to the feed and moves the fetch position at once, committing nothing', async () => {
+    const delivered: string[] = [];
+    const resolved: string[] = [];
+    const { group, made } = harness();
+    await group.run(['t'], {
+      deliver: (ms) => void delivered.push(...ms.map((m) => m.offset)),
+      reset: () => undefined,
+    });
+    const payload = batchPayload();
+    let committed = false;
+    Object.assign(payload, {
+      resolveOffset: (offset: string) => void resolved.push(offset),
+      commitOffsetsIfNecessary: async () => void (committed = true),
+    });
+    await made[0]!.eachBatch!(payload);
+    expect(delivered).toEqual(['7']);
+    expect(resolved).toEqual(['7']);
+    expect(committed).toBe(false);
+  });
+
+  it('resets the feed when the group rebalances and when a fresh consumer starts', async () => {
+    let resets = 0;
+    const { group, made } = harness();
+    await group.run(['t'], { deliver: () => undefined, reset: () => void resets++ });
+    expect(resets).toBe(1); // the first consumer's start
+    made[0]!.emit(events.GROUP_JOIN, {});
+    expect(resets).toBe(2);
+    made[0]!.crash(brokerAway(), false);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(made).toHaveLength(2);
+    expect(resets).toBe(3);
   });
 });

@@ -13,7 +13,7 @@ import {
 import { appendHistory } from '../../shared/appointments/transitions-sql.js';
 import { AppError } from '../../shared/errors.js';
 import { topicNames } from '../../shared/kafka/topics.js';
-import { envelope } from '../../shared/messages.js';
+import { envelope, messageHeaders } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
 import type { AppointmentRecordDto } from './schemas.js';
@@ -69,7 +69,7 @@ export function submitAppointmentRequest(
           {
             key: id,
             value: JSON.stringify(envelope(submittedMessageType, submittedMessageVersion, meta, payload)),
-            headers: { 'message-type': submittedMessageType, 'message-version': String(submittedMessageVersion) },
+            headers: messageHeaders(submittedMessageType, submittedMessageVersion, meta.tenantId),
           },
         ],
       },

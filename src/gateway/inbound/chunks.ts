@@ -1,7 +1,7 @@
 import { chunkMessageType, chunkRowsVersion } from '../../shared/inbound/chunk-message.js';
 import type { TargetFields } from '../../shared/inbound/target-schema.js';
 import type { OutboundMessage } from '../../shared/kafka/bus.js';
-import { envelope } from '../../shared/messages.js';
+import { envelope, messageHeaders } from '../../shared/messages.js';
 import { targetRow } from './chunk-rows.js';
 
 export type ChunkItem = { index: number; target: TargetFields };
@@ -59,7 +59,7 @@ export function chunkMessages(
     return {
       key: importJobId,
       value: Buffer.concat([Buffer.from(`${header}\n`), chunk.bytes]),
-      headers: { 'message-type': chunkMessageType, 'message-version': String(chunkRowsVersion) },
+      headers: messageHeaders(chunkMessageType, chunkRowsVersion, meta.tenantId),
     };
   });
 }

@@ -59,9 +59,16 @@ export async function ingestTargets(
     const importJobId = String(row.id);
     const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
     const messages = chunkMessages(importJobId, req.sourceSystem, chunks, meta);
+    const topics = topicNames(deps.config);
+    // Small imports take the express lane: the workers never queue them behind a bulk backlog.
+    const express = chunks.length === 1 && req.accepted <= deps.config.inboundExpressMaxTargets;
     return {
       result: { ...toImportJobDto(row), idempotentReplay: false },
-      produce: { topic: topicNames(deps.config).inboundTargets, messages, recordId: importJobId },
+      produce: {
+        topic: express ? topics.inboundTargetsExpress : topics.inboundTargets,
+        messages,
+        recordId: importJobId,
+      },
     };
   });
   if (!('replayOf' in recorded)) return recorded;

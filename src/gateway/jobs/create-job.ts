@@ -4,7 +4,7 @@ import { AppError, unavailable, type FieldErrors } from '../../shared/errors.js'
 import { jobMessageType, jobMessageVersion, type JobPayload } from '../../shared/jobs/job-message.js';
 import type { CreateJobRequest } from '../../shared/jobs/job.js';
 import { topicNames } from '../../shared/kafka/topics.js';
-import { envelope } from '../../shared/messages.js';
+import { envelope, messageHeaders } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type EdgeWrite, type WriteDeps } from '../edge/record-then-produce.js';
 import {
@@ -129,7 +129,13 @@ export async function createJob(
       produce: {
         topic: topicNames(deps.config).jobs,
         recordId: fieldJobId,
-        messages: [{ key: fieldJobId, value: JSON.stringify(message), headers: { 'message-type': jobMessageType } }],
+        messages: [
+          {
+            key: fieldJobId,
+            value: JSON.stringify(message),
+            headers: messageHeaders(jobMessageType, jobMessageVersion, client.tenantId),
+          },
+        ],
       },
     };
   });

@@ -4,7 +4,7 @@ import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import { quantityDecimals } from '../../shared/materials/usage.js';
 import { usageMessageType, usageMessageVersion, type UsagePayload } from '../../shared/materials/usage-message.js';
-import { envelope } from '../../shared/messages.js';
+import { envelope, messageHeaders } from '../../shared/messages.js';
 import { requestHash } from '../../shared/request-hash.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
@@ -181,7 +181,7 @@ export function recordMaterialUsage(
           {
             key: String(workOrder.id),
             value: JSON.stringify(envelope(usageMessageType, usageMessageVersion, meta, payload)),
-            headers: { 'message-type': usageMessageType, 'message-version': String(usageMessageVersion) },
+            headers: messageHeaders(usageMessageType, usageMessageVersion, meta.tenantId),
           },
         ],
       },

@@ -18,12 +18,11 @@ import {
 } from './client-security.js';
 
 export {
-  PartitionsRevokedError,
-  type BatchContext,
-  type BatchHandler,
   type ConsumerGroup,
   type ConsumerGroupOptions,
+  type Feed,
   type InboundMessage,
+  type PartitionOffset,
 } from './consumer-group.js';
 
 export type OutboundMessage = { key: string; value: string | Buffer; headers?: Record<string, string> };

@@ -15,29 +15,31 @@ export type InboundMessage = {
   headers: Record<string, string>;
 };
 
-export type BatchContext = {
-  /** Throws PartitionsRevokedError when this member must give the batch up (rebalance, broker gone). */
-  heartbeat(): Promise<void>;
-  isStopping(): boolean;
+/**
+ * Where a consumer group hands what it fetches. The group never waits for messages to be applied:
+ * it fetches on while the receiver decides what to apply when (workers/fair-queue.ts), pauses a
+ * partition whose unapplied messages fill its share of memory, and commits what was applied.
+ */
+export type Feed = {
+  /** One fetched batch of one partition, in offset order. Must return at once (apply elsewhere). */
+  deliver(messages: InboundMessage[]): void;
+  /**
+   * The group's assignment changed (a rebalance) or a fresh consumer took over: every partition
+   * is fetched again from its committed offset, so drop what was delivered and not yet applied.
+   */
+  reset(): void;
 };
 
-/**
- * The group took this batch's partition away (a member joined or left, the coordinator moved) or
- * the broker stopped answering heartbeats: abandon the batch, uncommitted, so the group's next
- * owner applies it again (applies are idempotent). Never a verdict on the messages.
- */
-export class PartitionsRevokedError extends Error {
-  constructor(readonly reason: unknown) {
-    super(`partition ownership lost: ${(reason as Error)?.message ?? String(reason)}`);
-  }
-}
-
-/** Handles one fetched batch of one partition; throwing means "not processed, fetch again". */
-export type BatchHandler = (messages: InboundMessage[], ctx: BatchContext) => Promise<void>;
+export type PartitionOffset = { topic: string; partition: number; offset: string };
 
 export interface ConsumerGroup {
-  run(topics: string[], handler: BatchHandler): Promise<void>;
-  /** Waits for the batch in hand, commits its offsets and leaves the group. */
+  run(topics: string[], feed: Feed): Promise<void>;
+  /** Stops fetching one partition (its delivered messages wait to be applied) until resume(). */
+  pause(topic: string, partition: number): void;
+  resume(topic: string, partition: number): void;
+  /** Commits each partition's next offset to read (everything before it is applied). */
+  commit(offsets: PartitionOffset[]): Promise<void>;
+  /** Leaves the group (commit first: what is not committed is fetched again by the next owner). */
   stop(): Promise<void>;
   onCrash(listener: (error: Error) => void): void;
 }
@@ -45,13 +47,22 @@ export interface ConsumerGroup {
 export type ConsumerGroupOptions = {
   maxBytesPerPartition?: number;
   sessionTimeoutMs?: number;
-  partitionsConcurrently?: number;
   /**
    * A running consumer that shows no sign of life this long, with no batch in hand, is replaced
    * by a fresh one. Unset or 0: max(90 s, 3 × sessionTimeoutMs), since a healthy kafkajs consumer
    * fetches at least every 5 s (maxWaitTimeInMs) and a rebalance may take up to 60 s.
    */
   stallTimeoutMs?: number;
+};
+
+// kafkajs throws from pause/resume while a fresh consumer has not joined yet: nothing is
+// fetched then anyway, and a join resets the feed.
+const tryTo = (f: () => void) => {
+  try {
+    f();
+  } catch {
+    /* see above */
+  }
 };
 
 // Instrumentation events a working consumer emits at least every few seconds.
@@ -90,7 +101,8 @@ export function createConsumerGroup({
   let restartsPending = 0;
   let restartTimer: NodeJS.Timeout | undefined;
   let watchdog: NodeJS.Timeout | undefined;
-  let batchesInHand = 0;
+  let feed: Feed | undefined;
+  const paused = new Map<string, { topic: string; partitions: number[] }>();
   let lastSignOfLife = Date.now();
   const alive = () => (lastSignOfLife = Date.now());
 
@@ -99,6 +111,10 @@ export function createConsumerGroup({
   const makeConsumer = () => {
     const made = newConsumer();
     made.on(made.events.CRASH, (event) => onCrash(made, event.payload.error, event.payload.restart));
+    // A new generation fetches every partition from its committed offset again.
+    made.on(made.events.GROUP_JOIN, () => {
+      if (made === consumer) resetFeed(made);
+    });
     for (const name of signsOfLife) {
       made.on(made.events[name], () => {
         if (made === consumer) alive();
@@ -150,10 +166,17 @@ export function createConsumerGroup({
     }
   }
 
-  // A batch in hand may legitimately take long (it heartbeats); a restart under way has its own
-  // backoff. Otherwise silence means the consumer stalled without telling anyone.
+  // A fresh assignment starts unpaused; the receiver pauses partitions again as it fills.
+  const resetFeed = (running?: Consumer) => {
+    if (running) for (const p of paused.values()) tryTo(() => running.resume([p]));
+    paused.clear();
+    feed?.reset();
+  };
+
+  // Fetching never waits for applies, so a live consumer fetches (or heartbeats) every few
+  // seconds; a restart under way has its own backoff. Silence means it stalled without telling.
   const checkForStall = () => {
-    if (stopping || restartsPending > 0 || batchesInHand > 0) return;
+    if (stopping || restartsPending > 0) return;
     const silentMs = Date.now() - lastSignOfLife;
     if (silentMs < stallTimeoutMs) return;
     log.warn(
@@ -176,29 +199,14 @@ export function createConsumerGroup({
     }));
 
   return {
-    async run(topics, handler) {
-      const eachBatch = async (payload: EachBatchPayload) => {
-        const { batch, heartbeat, resolveOffset, commitOffsetsIfNecessary, isRunning, isStale } = payload;
+    async run(topics, receiver) {
+      feed = receiver;
+      const eachBatch = async ({ batch, resolveOffset, isRunning, isStale }: EachBatchPayload) => {
         if (!isRunning() || isStale() || batch.messages.length === 0) return;
-        try {
-          await handler(toInbound(batch), {
-            heartbeat: () => {
-              alive();
-              return heartbeat().catch((err: unknown) => {
-                throw new PartitionsRevokedError(err);
-              });
-            },
-            isStopping: () => stopping || !isRunning(),
-          });
-        } catch (err) {
-          if (!(err instanceof PartitionsRevokedError)) throw err;
-          // Stopping: leave the batch unresolved (uncommitted) and let disconnect go on.
-          if (stopping || !isRunning()) return;
-          // kafkajs rejoins the group on its own rebalance errors: hand it the original.
-          throw err.reason;
-        }
+        receiver.deliver(toInbound(batch));
+        // Only moves the fetch position: autoCommit is off, so nothing is committed before the
+        // receiver says it was applied (commit()).
         resolveOffset(batch.lastOffset());
-        await commitOffsetsIfNecessary();
       };
       start = async () => {
         const fresh = makeConsumer();
@@ -209,20 +217,8 @@ export function createConsumerGroup({
           await fresh.subscribe({ topics, fromBeginning: true });
           // stop() disconnected it while it connected: it must not start consuming now.
           if (stopping) throw new Error(`consumer group ${groupId} stopped while a consumer started`);
-          await fresh.run({
-            // Batches of different partitions are applied side by side (each still in order).
-            partitionsConsumedConcurrently: options.partitionsConcurrently ?? 1,
-            autoCommit: true,
-            eachBatchAutoResolve: false,
-            eachBatch: async (payload) => {
-              batchesInHand++;
-              try {
-                await eachBatch(payload);
-              } finally {
-                batchesInHand--;
-              }
-            },
-          });
+          resetFeed(); // a fresh consumer starts from the committed offsets
+          await fresh.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
         } catch (err) {
           // Not left connected (nor in the bus's set) when the caller tries again with another.
           if (consumer === fresh) consumer = undefined;
@@ -237,13 +233,29 @@ export function createConsumerGroup({
         watchdog.unref();
       }
     },
+    pause(topic, partition) {
+      const key = `${topic}/${partition}`;
+      if (paused.has(key) || !consumer) return;
+      const p = { topic, partitions: [partition] };
+      paused.set(key, p);
+      tryTo(() => consumer!.pause([p]));
+    },
+    resume(topic, partition) {
+      const p = paused.get(`${topic}/${partition}`);
+      if (!p) return;
+      paused.delete(`${topic}/${partition}`);
+      if (consumer) tryTo(() => consumer!.resume([p]));
+    },
+    async commit(offsets) {
+      if (offsets.length > 0 && consumer) await consumer.commitOffsets(offsets);
+    },
     async stop() {
       stopping = true;
       clearInterval(watchdog);
       clearTimeout(restartTimer);
       if (!consumer) return;
       const current = consumer;
-      await current.disconnect(); // waits for the running batch, then commits
+      await current.disconnect();
       discarded(current);
     },
     onCrash(listener) {

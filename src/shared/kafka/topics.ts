@@ -7,6 +7,8 @@ import type { TopicSpec } from './bus.js';
 export const topicNames = (config: Pick<Config, 'kafkaTopicPrefix'>) => ({
   /** Chunks of inbound targets, keyed by import job id (a job's chunks stay in order). */
   inboundTargets: `${config.kafkaTopicPrefix}inbound.targets`,
+  /** The same for small imports (the express lane: INBOUND_EXPRESS_MAX_TARGETS), so they never queue behind a bulk backlog. */
+  inboundTargetsExpress: `${config.kafkaTopicPrefix}inbound.targets.express`,
   /** Submitted appointment requests to validate, keyed by appointment request id. */
   appointments: `${config.kafkaTopicPrefix}appointments`,
   /** Field jobs to materialise, keyed by field job id. */
@@ -21,6 +23,8 @@ export type TopicName = keyof ReturnType<typeof topicNames>;
 export const topicPurposes: Record<TopicName, string> = {
   inboundTargets:
     "`inbound.targets.chunk` v2 (v1 still read): chunks of an import job's accepted targets; key: import job id",
+  inboundTargetsExpress:
+    '`inbound.targets.chunk` v2 of imports of at most INBOUND_EXPRESS_MAX_TARGETS targets in one chunk (the express lane); key: import job id',
   appointments: 'submitted appointment requests to validate; key: appointment request id',
   jobs: '`jobs.create` v1: numbered field jobs to materialise; key: field job id',
   workOrderMaterials: 'recorded material usages to book; key: work order id',

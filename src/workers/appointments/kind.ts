@@ -1,9 +1,7 @@
 import { submittedMessageSchema } from '../../shared/appointments/submitted-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
-import { edgeWriterDone } from '../../shared/edge-lock.js';
-import { awaitEdgeRecord } from '../edge-record.js';
-import { applyEach } from '../permanent-error.js';
+import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { failSubmitted, validateSubmitted } from './validate-request.js';
 
@@ -12,29 +10,12 @@ export const appointmentsWorker: WorkerKind = {
   name: 'appointments',
   groupId: 'appointments',
   topics: (config) => [topicSpec(config, 'appointments')],
-  async handleBatch(messages, deps, ctx) {
-    const log = deps.logger.child({ worker: 'appointments' });
-    await applyEach(
-      messages,
-      ctx,
-      async (message) => {
-        const submitted = decodeMessage(message, submittedMessageSchema);
-        const id = submitted.payload.appointmentRequestId;
-        const outcome = await validateSubmitted(deps.pool, submitted, (load) =>
-          awaitEdgeRecord(
-            load,
-            submitted.producedAt,
-            deps.config.orphanGraceMs,
-            ctx.heartbeat,
-            log,
-            `appointment ${id}`,
-            () => edgeWriterDone(deps.pool, id),
-          ),
-        );
-        log.debug({ appointmentRequestId: id, outcome }, 'appointment request handled');
-      },
-      log,
-    );
+  async apply(message, deps) {
+    const submitted = decodeMessage(message, submittedMessageSchema);
+    const id = submitted.payload.appointmentRequestId;
+    const wait = edgeWait(deps, submitted.producedAt, id, `appointment ${id}`);
+    const outcome = await validateSubmitted(deps.pool, submitted, wait);
+    deps.logger.debug({ worker: 'appointments', appointmentRequestId: id, outcome }, 'appointment request handled');
   },
   async onDeadLetter(message, error, deps) {
     let submitted;

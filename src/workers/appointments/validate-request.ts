@@ -1,5 +1,6 @@
 import { checkBusinessRules } from '../../shared/appointments/business-rules.js';
 import type { StoredAppointmentRequest } from '../../shared/appointments/request-schema.js';
+import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
 import type { SubmittedPayload } from '../../shared/appointments/submitted-message.js';
 import { transition } from '../../shared/appointments/transitions-sql.js';
 import type { Pool } from '../../shared/db/pool.js';
@@ -31,13 +32,14 @@ function judge(request: StoredAppointmentRequest, at: number): ReturnType<typeof
 export async function validateSubmitted(
   pool: Pool,
   message: Submitted,
-  awaitRequest: (load: () => Promise<Record<string, any> | null>) => Promise<Record<string, any> | null>,
+  wait: EdgeWait,
   now: () => number = Date.now,
 ): Promise<ValidationOutcome> {
   const id = message.payload.appointmentRequestId;
   return inTransaction(pool, async (tx) => {
-    const row = await awaitRequest(
-      async () => (await tx.query(lockSubmittedRequest, [id, message.tenantId])).rows[0] ?? null,
+    const row = await edgeRecordOrWait<Record<string, any>>(
+      (await tx.query(lockSubmittedRequest, [id, message.tenantId])).rows[0],
+      wait,
     );
     if (!row) return 'orphan';
     if (row.status !== 'Submitted') return 'not-submitted';

@@ -6,6 +6,7 @@ import { inTransaction } from '../../shared/db/pool.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
 import type { InboundChunkOutcome } from '../worker-metrics.js';
+import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
 import { CopyFirstPolicy } from './copy-first.js';
 import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
 import { withOwnerColumns } from './owner-columns.js';
@@ -39,13 +40,13 @@ const processCopyFirst = new CopyFirstPolicy();
 export async function applyChunk(
   pool: Pool,
   chunk: ChunkToApply,
-  awaitJob: (load: () => Promise<unknown>) => Promise<unknown>,
+  wait: EdgeWait,
   copyFirst: Pick<CopyFirstPolicy, 'shouldTry' | 'missed'> = processCopyFirst,
 ): Promise<ChunkOutcome> {
   const { header, itemCount } = chunk;
   const { importJobId, chunkIndex, sourceSystem } = header.payload;
   return inTransaction(pool, async (tx) => {
-    const job = await awaitJob(async () => (await tx.query(lockJob, [importJobId, header.tenantId])).rows[0] ?? null);
+    const job = await edgeRecordOrWait((await tx.query(lockJob, [importJobId, header.tenantId])).rows[0], wait);
     if (!job) return 'orphan';
     const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
     if (claimed.rowCount === 0) return 'duplicate';

@@ -1,41 +1,28 @@
 import { topicSpec } from '../../shared/kafka/topics.js';
-import { edgeWriterDone } from '../../shared/edge-lock.js';
-import { awaitEdgeRecord } from '../edge-record.js';
-import { applyEach } from '../permanent-error.js';
+import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { applyChunk, failChunk } from './apply-chunk.js';
 import { decodeChunk, describeFailedChunk } from './decode-chunk.js';
 
-/** Applies inbound target chunks into `targets` and advances their import jobs. */
+/**
+ * Applies inbound target chunks into `targets` and advances their import jobs. Small imports come
+ * on their own topic, the express lane (see INBOUND_EXPRESS_MAX_TARGETS and fair-queue.ts).
+ */
 export const inboundWorker: WorkerKind = {
   name: 'inbound',
   groupId: 'inbound',
-  topics: (config) => [topicSpec(config, 'inboundTargets')],
-  async handleBatch(messages, deps, ctx) {
-    const log = deps.logger.child({ worker: 'inbound' });
-    await applyEach(
-      messages,
-      ctx,
-      async (message) => {
-        const chunk = decodeChunk(message);
-        const { importJobId, chunkIndex } = chunk.header.payload;
-        const outcome = await applyChunk(deps.pool, chunk, (load) =>
-          awaitEdgeRecord(
-            load,
-            chunk.header.producedAt,
-            deps.config.orphanGraceMs,
-            ctx.heartbeat,
-            log,
-            `import job ${importJobId}`,
-            () => edgeWriterDone(deps.pool, importJobId),
-          ),
-        );
-        deps.metrics?.inboundChunk(outcome);
-        if (outcome === 'duplicate' || outcome === 'orphan')
-          log.debug({ importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
-      },
-      log,
-    );
+  topics: (config) => [
+    topicSpec(config, 'inboundTargets'),
+    { ...topicSpec(config, 'inboundTargetsExpress'), lane: 'express' },
+  ],
+  async apply(message, deps) {
+    const chunk = decodeChunk(message);
+    const { importJobId, chunkIndex } = chunk.header.payload;
+    const wait = edgeWait(deps, chunk.header.producedAt, importJobId, `import job ${importJobId}`);
+    const outcome = await applyChunk(deps.pool, chunk, wait);
+    deps.metrics?.inboundChunk(outcome);
+    if (outcome === 'duplicate' || outcome === 'orphan')
+      deps.logger.debug({ worker: 'inbound', importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
   },
   async onDeadLetter(message, error, deps) {
     const chunk = describeFailedChunk(message);

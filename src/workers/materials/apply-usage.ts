@@ -3,6 +3,7 @@ import { inTransaction } from '../../shared/db/pool.js';
 import type { UsagePayload } from '../../shared/materials/usage-message.js';
 import type { Envelope } from '../../shared/messages.js';
 import { recordMaterialsRecorded } from '../../shared/webhooks/events.js';
+import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
 import { bookMovements, lockUsage, markApplied, markFailed } from './sql.js';
 
 type UsageMessage = Envelope<UsagePayload>;
@@ -14,15 +15,12 @@ type UsageRow = { id: string; tenant_id: string; location_id: string; status: st
  * (a redelivery); else insert its stock movements, move the balances and mark it Applied.
  * A crash before COMMIT leaves no trace; after it, the status makes redelivery a no-op.
  */
-export async function applyUsage(
-  pool: Pool,
-  message: UsageMessage,
-  awaitUsage: (load: () => Promise<UsageRow | null>) => Promise<UsageRow | null>,
-): Promise<UsageOutcome> {
+export async function applyUsage(pool: Pool, message: UsageMessage, wait: EdgeWait): Promise<UsageOutcome> {
   const { materialUsageId } = message.payload;
   return inTransaction(pool, async (tx) => {
-    const usage = await awaitUsage(
-      async () => (await tx.query<UsageRow>(lockUsage, [materialUsageId, message.tenantId])).rows[0] ?? null,
+    const usage = await edgeRecordOrWait(
+      (await tx.query<UsageRow>(lockUsage, [materialUsageId, message.tenantId])).rows[0],
+      wait,
     );
     if (!usage) return 'orphan';
     if (usage.status === 'Applied') return 'duplicate';

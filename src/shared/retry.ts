@@ -1,0 +1,34 @@
+/**
+ * Retry schedules: one formula, `min(maxMs, baseMs × 2^(n-1))` for the n-th wait (n ≥ 1).
+ * Every loop that waits before trying again takes its schedule from here, so "how long does X
+ * wait" has one answer:
+ *
+ * | schedule        | waits (ms)                       | used by                                      |
+ * |-----------------|----------------------------------|----------------------------------------------|
+ * | messageRetry    | 400, 800, 1600, 3200 (5 attempts) | a worker message's transient failure         |
+ * | dependencyWait  | 200 … 5000                       | a worker waiting for PostgreSQL or Kafka     |
+ * | edgeRecordWait  | 100 … 1000                       | a message whose edge record is not committed |
+ */
+export type RetrySchedule = {
+  /** The first wait. */
+  baseMs: number;
+  /** No wait is longer. */
+  maxMs: number;
+  /** Attempts in all before giving up (Infinity: never give up). */
+  attempts: number;
+};
+
+export const schedules = {
+  messageRetry: { baseMs: 400, maxMs: 10_000, attempts: 5 },
+  dependencyWait: { baseMs: 200, maxMs: 5000, attempts: Infinity },
+  edgeRecordWait: { baseMs: 100, maxMs: 1000, attempts: Infinity },
+} satisfies Record<string, RetrySchedule>;
+
+/** The wait before attempt n + 1, after n failed attempts (n ≥ 1). */
+export function backoffMs(schedule: RetrySchedule, failures: number): number {
+  const n = Math.max(1, failures);
+  return Math.min(schedule.maxMs, schedule.baseMs * 2 ** Math.min(n - 1, 20));
+}
+
+/** Whether another attempt is allowed after this many failures. */
+export const mayRetry = (schedule: RetrySchedule, failures: number) => failures < schedule.attempts;
