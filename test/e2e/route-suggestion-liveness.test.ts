@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { percentiles, type Percentiles } from '../../bench/lib/stats.js';
 import { maxTargets } from '../../src/routing/index.js';
 import { maxTimeWindows } from '../../src/shared/inbound/target-schema.js';
 import { bearer, insertImportJob } from '../support/fixtures.js';
@@ -64,15 +65,13 @@ async function probeLivez<T>(until: Promise<T>, intervalMs = 20): Promise<{ resu
   return { result: await settled, latencies };
 }
 
-function percentiles(label: string, latencies: number[]): { p50: number; p99: number } {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  const figures = { p50: at(0.5), p99: at(0.99) };
+function figures(label: string, latencies: number[]): Percentiles {
+  const f = percentiles(latencies);
   console.log(
-    `${label}: /livez ${sorted.length} probes, p50 ${figures.p50.toFixed(1)} ms, p99 ${figures.p99.toFixed(1)} ms, ` +
-      `max ${sorted.at(-1)!.toFixed(1)} ms`,
+    `${label}: /livez ${latencies.length} probes, p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms, ` +
+      `max ${f.max.toFixed(1)} ms`,
   );
-  return figures;
+  return f;
 }
 
 const postDraft = (id: number) =>
@@ -107,7 +106,7 @@ describe('route suggestions and the event loop', () => {
       const { result, latencies } = probed;
       // At most the time zone's validation on the gateway's thread: windows are converted in the worker.
       expect(made).toBeLessThanOrEqual(1);
-      const { p99 } = percentiles(`${maxTargets} targets × ${maxTimeWindows} windows (${result.status})`, latencies);
+      const { p99 } = figures(`${maxTargets} targets × ${maxTimeWindows} windows (${result.status})`, latencies);
       // Computed (200) or stopped by its budget (422): either way the loop stayed free.
       expect([200, 422], JSON.stringify(result.body).slice(0, 500)).toContain(result.status);
       if (result.status === 200) expect(result.body.summary.targets).toBe(maxTargets);
@@ -122,7 +121,7 @@ describe('route suggestions and the event loop', () => {
     async () => {
       const id = await jobWithWindowedTargets(maxTargets + 1);
       const { result, latencies } = await probeLivez(postDraft(id));
-      const { p99 } = percentiles(`${maxTargets + 1} targets × ${maxTimeWindows} windows`, latencies);
+      const { p99 } = figures(`${maxTargets + 1} targets × ${maxTimeWindows} windows`, latencies);
       expect(result.status).toBe(400);
       expect(result.body.error.code).toBe('validation_failed');
       expect(result.body.error.fieldErrors.targets[0]).toContain(`at most ${maxTargets}`);
