@@ -19,9 +19,9 @@ const plan = {
   shift: { start: '07:00', end: '19:00' },
 };
 
-/** A finished job owning `count` targets around Berlin, each with `maxTimeWindows` 40-minute
- *  windows on the plan's day (written by SQL: the inbound path is not under test here). */
-async function jobWithWindowedTargets(count: number): Promise<number> {
+/** A finished job owning `count` targets around Berlin, each with `windows` 40-minute windows on
+ *  the plan's day (written by SQL: the inbound path is not under test here). */
+async function jobWithWindowedTargets(count: number, windows = maxTimeWindows): Promise<number> {
   const id = await insertImportJob(suite.pool, caller());
   await suite.pool.query(`UPDATE import_jobs SET status = 'Completed' WHERE id = $1`, [id]);
   await suite.pool.query(
@@ -35,7 +35,7 @@ async function jobWithWindowedTargets(count: number): Promise<number> {
                FROM generate_series(0, $4 - 1) w),
             10, $3, i
        FROM generate_series(1, $5) i`,
-    [caller().tenantId, `job${id}`, id, maxTimeWindows, count],
+    [caller().tenantId, `job${id}`, id, windows, count],
   );
   return id;
 }
@@ -117,7 +117,7 @@ describe('route suggestions and the event loop', () => {
   );
 
   it(
-    'refuses a job over the target limit with 400 before any per-target work',
+    'refuses a job over the target or window limit with 400 before any per-target work',
     async () => {
       const id = await jobWithWindowedTargets(maxTargets + 1);
       const { result, latencies } = await probeLivez(postDraft(id));
@@ -126,6 +126,10 @@ describe('route suggestions and the event loop', () => {
       expect(result.body.error.code).toBe('validation_failed');
       expect(result.body.error.fieldErrors.targets[0]).toContain(`at most ${maxTargets}`);
       expect(p99).toBeLessThan(scaled(50));
+      // Windows per target are counted first too (the inbound path stores at most maxTimeWindows).
+      const tooManyWindows = await postDraft(await jobWithWindowedTargets(2, maxTimeWindows + 1));
+      expect(tooManyWindows.status).toBe(400);
+      expect(tooManyWindows.body.error.fieldErrors.targets[0]).toContain(`at most ${maxTimeWindows} time windows`);
     },
     scaled(120_000),
   );
