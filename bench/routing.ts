@@ -4,8 +4,15 @@
 // When the shifts cannot hold all the work the two place different numbers of targets, so total
 // km alone says little: the "NN stops only" column reruns the heuristic on exactly the targets
 // the baseline placed (same work, distances comparable).
+// Last, the caller's event-loop delay while the largest allowed draft (maxTargets targets ×
+// maxTimeWindows windows, as an import job gives them) is computed in the worker thread.
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { nearestNeighbourRoutes } from '../src/routing/nearest-neighbour.js';
+import type { ImportedTarget } from '../src/routing/imported-draft.js';
+import { maxTargets } from '../src/routing/problem.js';
+import { runRouteSuggestionInWorker } from '../src/routing/run-in-worker.js';
+import { maxTimeWindows } from '../src/shared/inbound/target-schema.js';
 import { suggestRoutes } from '../src/routing/suggest.js';
 import type { RouteSuggestionInput, RouteSuggestionResult } from '../src/routing/types.js';
 import { mulberry32 } from '../test/support/prng.js';
@@ -133,3 +140,40 @@ const out = new URL('./results/', import.meta.url);
 mkdirSync(out, { recursive: true });
 writeFileSync(new URL('routing.json', out), `${JSON.stringify(rows, null, 2)}\n`);
 console.log('\nrows written to bench/results/routing.json');
+
+/** maxTargets targets with maxTimeWindows 40-minute windows each (instants, Berlin time). */
+function largestImportedTargets(): string {
+  const rnd = mulberry32(99);
+  const targets: ImportedTarget[] = Array.from({ length: maxTargets }, (_, i) => ({
+    externalId: `T${i + 1}`,
+    lat: 52.4 + rnd() * 0.25,
+    lon: 13.2 + rnd() * 0.4,
+    serviceMinutes: 10,
+    priority: null,
+    timeWindows: Array.from({ length: maxTimeWindows }, (_, w) => {
+      const start = Date.parse('2026-11-23T07:00:00Z') + (w * 60 + (i % 20)) * 60_000;
+      return { start: new Date(start).toISOString(), end: new Date(start + 40 * 60_000).toISOString() };
+    }),
+  }));
+  return JSON.stringify(targets);
+}
+
+const delay = monitorEventLoopDelay({ resolution: 1 });
+const targetsJson = largestImportedTargets();
+delay.enable();
+const started = performance.now();
+const largest = await runRouteSuggestionInWorker({
+  depot: { lat: 52.5, lon: 13.4 },
+  date: '2026-11-23',
+  timeZone: 'Europe/Berlin',
+  vehicles: 50,
+  shift: { start: '07:00', end: '19:00' },
+  targetsJson,
+});
+delay.disable();
+const ms = (ns: number): string => (ns / 1e6).toFixed(1);
+console.log(
+  `\nlargest draft (${maxTargets} targets × ${maxTimeWindows} windows) in the worker: ` +
+    `${Math.round(performance.now() - started)} ms, ${largest.routable ? largest.routes.reduce((n, r) => n + r.stops.length, 0) : 0} placed; ` +
+    `caller's event-loop delay p50 ${ms(delay.percentile(50))} ms, p99 ${ms(delay.percentile(99))} ms, max ${ms(delay.max)} ms`,
+);

@@ -9,6 +9,11 @@ export const defaultAverageSpeedKmh = 40;
 /** The distance matrix grows with the square: 5,000 targets is 200 MB. */
 export const maxTargets = 5_000;
 
+/** Throws RouteInputError (field `targets`) when a draft holds more than maxTargets targets. */
+export function checkTargetCount(count: number): void {
+  if (count > maxTargets) throw new RouteInputError(`targets must hold at most ${maxTargets} entries`);
+}
+
 export type Problem = {
   n: number;
   /** Node count, n + 2; also the row length of `dist`. */
@@ -104,7 +109,7 @@ export function buildProblem(input: RouteSuggestionInput): Problem {
     throw new RouteInputError('averageSpeedKmh must be a positive number');
   }
   if (!Array.isArray(input.targets)) throw new RouteInputError('targets must be an array');
-  if (input.targets.length > maxTargets) throw new RouteInputError(`targets must hold at most ${maxTargets} entries`);
+  checkTargetCount(input.targets.length);
   const minutesPerKm = 60 / speed;
 
   const rejected = new Map<number, UnplacedReason>();

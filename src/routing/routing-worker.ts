@@ -1,15 +1,16 @@
-// Worker-thread entry: computes one suggestion from workerData and posts it back.
+// Worker-thread entry: computes one draft from workerData and posts it back.
 import { parentPort, workerData } from 'node:worker_threads';
-import { suggestRoutes } from './suggest.js';
-import type { RouteSuggestionInput } from './types.js';
+import { startBulkThread } from '../shared/bulk-thread.js';
+import { suggestImportedDraft, type ImportedDraftInput, type ImportedDraftResult } from './imported-draft.js';
 
 export type WorkerReply =
-  | { ok: true; result: ReturnType<typeof suggestRoutes> }
-  | { ok: false; error: { name: string; message: string } };
+  { ok: true; result: ImportedDraftResult } | { ok: false; error: { name: string; message: string } };
 
+// Seconds of CPU: when cores are short, the gateway's event loop goes first.
+startBulkThread('route-draft');
 let reply: WorkerReply;
 try {
-  reply = { ok: true, result: suggestRoutes(workerData as RouteSuggestionInput) };
+  reply = { ok: true, result: suggestImportedDraft(workerData as ImportedDraftInput) };
 } catch (e) {
   const error = e instanceof Error ? e : new Error(String(e));
   reply = { ok: false, error: { name: error.name, message: error.message } };

@@ -1,11 +1,12 @@
-// Runs suggestRoutes in a worker thread so a 2,000-target draft (seconds of CPU) does not stall
-// the caller's event loop. One short-lived worker per call: no pool to size, drain or leak.
+// Runs a whole draft (suggestImportedDraft: window conversion and routing) in a worker thread so
+// a 5,000-target draft (seconds of CPU) does not stall the caller's event loop. One short-lived
+// worker per call: no pool to size, drain or leak.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { RouteInputError } from './errors.js';
+import type { ImportedDraftInput, ImportedDraftResult } from './imported-draft.js';
 import type { WorkerReply } from './routing-worker.js';
-import type { RouteSuggestionInput, RouteSuggestionResult } from './types.js';
 
 /** The compiled worker next to this module (dist). From the .ts sources (tsx, vitest) the worker
  *  must load TypeScript, and Node 20 ignores loader flags in a Worker's execArgv
@@ -19,11 +20,12 @@ function workerScript(): { script: string | URL; eval: boolean } {
   return { script, eval: true };
 }
 
-/** Rejects with RouteInputError for bad input (as suggestRoutes throws it), AbortError on abort. */
+/** Rejects with RouteInputError for bad input (as suggestRoutes throws it), the signal's reason
+ *  on abort (the worker is terminated). */
 export function runRouteSuggestionInWorker(
-  input: RouteSuggestionInput,
+  input: ImportedDraftInput,
   options: { signal?: AbortSignal } = {},
-): Promise<RouteSuggestionResult> {
+): Promise<ImportedDraftResult> {
   const { signal } = options;
   if (signal?.aborted) return Promise.reject(signal.reason);
   const { script, eval: evaluate } = workerScript();

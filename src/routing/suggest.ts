@@ -1,5 +1,6 @@
 // The Smart Route Suggestion heuristic. Pure and synchronous: run it through
-// runRouteSuggestionInWorker (run-in-worker.ts) when the caller must not block its event loop.
+// runRouteSuggestionInWorker (run-in-worker.ts, via imported-draft.ts) when the caller must not
+// block its event loop.
 import { exchangeTails, improveRoute, relocateBetween, type Budget } from './improve.js';
 import { insertCheapest } from './insertion.js';
 import { nearestNeighbourTours } from './nearest-neighbour.js';

@@ -1,12 +1,11 @@
 import type { Config } from '../../shared/config.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { AppError, notFound } from '../../shared/errors.js';
-import { RouteInputError } from '../../routing/index.js';
+import { defaultServiceMinutes, isTimeZone, maxTargets, RouteInputError } from '../../routing/index.js';
 import { importJobIdParamsSchema } from '../import-jobs/schemas.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
-import { isTimeZone } from './local-windows.js';
 import { createRouteSuggestionSchema, routeSuggestionSchema, suggestionIdParamsSchema } from './schemas.js';
-import { createRouteSuggestion, defaultServiceMinutes, defaultSpeedKmh } from './suggest.js';
+import { createRouteSuggestion, defaultSpeedKmh } from './suggest.js';
 import { findSuggestion } from './store.js';
 
 const method =
@@ -15,7 +14,9 @@ const method =
   `${defaultSpeedKmh} km/h). A target without serviceDurationMinutes takes ${defaultServiceMinutes} min. Target ` +
   `time windows are converted to the plan's time zone and clipped to the day; a target whose windows all lie on ` +
   `other days is unplaced (OutsideTimeWindows). Heuristic: sweep clustering, time-window-aware cheapest ` +
-  `insertion, 2-opt and or-opt; deterministic for the same input; computed in a worker thread.`;
+  `insertion, 2-opt and or-opt; deterministic for the same input. A job of more than ${maxTargets} targets is ` +
+  `refused (400, fieldErrors.targets) before any of its targets is read; all other work (window conversion ` +
+  `included) runs in a worker thread, within the budget.`;
 
 export const routeSuggestionRoutes = (pool: Pool, config: Config): RouteDefinition[] => [
   defineRoute({

@@ -1,15 +1,6 @@
 import type { Pool } from '../../shared/db/pool.js';
 import type { CreateRouteSuggestion, RouteSuggestionDto } from './schemas.js';
 
-export type JobTargetRow = {
-  external_id: string;
-  latitude: number | null;
-  longitude: number | null;
-  time_windows: { start: string; end: string }[];
-  service_duration_minutes: number | null;
-  priority: number | null;
-};
-
 export async function findJobStatus(pool: Pool, clientId: string, importJobId: string): Promise<string | null> {
   const { rows } = await pool.query('SELECT status FROM import_jobs WHERE id = $1 AND client_id = $2', [
     importJobId,
@@ -18,14 +9,36 @@ export async function findJobStatus(pool: Pool, clientId: string, importJobId: s
   return rows[0]?.status ?? null;
 }
 
-/** The targets whose current data came from this import job, in a stable order. */
-export async function jobTargets(pool: Pool, tenantId: string, importJobId: string): Promise<JobTargetRow[]> {
+const jobTargetsWhere = 'tenant_id = $1 AND last_import_job_id = $2';
+
+/** How many targets the job's current data holds (counted up to `upTo`) and the most windows one
+ *  has: PostgreSQL counts, so a job over the limits is refused before the gateway reads a row. */
+export async function jobTargetCounts(
+  pool: Pool,
+  tenantId: string,
+  importJobId: string,
+  upTo: number,
+): Promise<{ targets: number; maxWindows: number }> {
   const { rows } = await pool.query(
-    `SELECT external_id, latitude, longitude, time_windows, service_duration_minutes, priority
-       FROM targets WHERE tenant_id = $1 AND last_import_job_id = $2 ORDER BY last_item_index, external_id`,
+    `SELECT count(*)::int AS targets, coalesce(max(jsonb_array_length(time_windows)), 0) AS max_windows
+       FROM (SELECT time_windows FROM targets WHERE ${jobTargetsWhere} LIMIT $3) t`,
+    [tenantId, importJobId, upTo],
+  );
+  return { targets: rows[0].targets, maxWindows: rows[0].max_windows };
+}
+
+/** The targets whose current data came from this import job, in a stable order, as one JSON text
+ *  of ImportedTarget[] (src/routing): the routing worker parses it, not the gateway's event loop. */
+export async function jobTargetsJson(pool: Pool, tenantId: string, importJobId: string): Promise<string> {
+  const { rows } = await pool.query(
+    `SELECT coalesce(json_agg(json_build_object(
+              'externalId', external_id, 'lat', latitude, 'lon', longitude, 'timeWindows', time_windows,
+              'serviceMinutes', service_duration_minutes, 'priority', priority)
+            ORDER BY last_item_index, external_id), '[]')::text AS targets
+       FROM targets WHERE ${jobTargetsWhere}`,
     [tenantId, importJobId],
   );
-  return rows;
+  return rows[0].targets;
 }
 
 export async function insertSuggestion(

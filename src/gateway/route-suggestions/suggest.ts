@@ -1,43 +1,43 @@
 import { randomUUID } from 'node:crypto';
 import {
+  checkTargetCount,
+  maxTargets,
+  RouteInputError,
   runRouteSuggestionInWorker,
-  type RouteSuggestionInput,
-  type RouteSuggestionResult,
-  type RouteTarget,
-  type UnplacedTarget,
+  type ImportedDraftInput,
+  type ImportedDraftResult,
 } from '../../routing/index.js';
 import type { Pool } from '../../shared/db/pool.js';
 import { AppError, notFound } from '../../shared/errors.js';
+import { maxTimeWindows } from '../../shared/inbound/target-schema.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
-import { windowsOnDay } from './local-windows.js';
 import type { CreateRouteSuggestion, RouteSuggestionDto } from './schemas.js';
-import { findJobStatus, insertSuggestion, jobTargets, type JobTargetRow } from './store.js';
+import { findJobStatus, insertSuggestion, jobTargetCounts, jobTargetsJson } from './store.js';
 
-export const defaultServiceMinutes = 15;
 export const defaultSpeedKmh = 40;
 const finalStatuses = ['Completed', 'CompletedWithErrors'];
 
-function toRouteTarget(t: JobTargetRow, date: string, timeZone: string): RouteTarget | UnplacedTarget {
-  const windows = windowsOnDay(t.time_windows, date, timeZone);
-  if (windows === null) return { externalId: t.external_id, reason: 'OutsideTimeWindows' };
-  return {
-    externalId: t.external_id,
-    lat: t.latitude,
-    lon: t.longitude,
-    serviceMinutes: t.service_duration_minutes ?? defaultServiceMinutes,
-    timeWindows: windows,
-    priority: t.priority ?? 3,
-  };
+/** Refuses (400 via RouteInputError) a job over the draft limits before any of its targets is
+ *  read; returns its target count. */
+async function checkJobSize(pool: Pool, tenantId: string, importJobId: string): Promise<number> {
+  const counts = await jobTargetCounts(pool, tenantId, importJobId, maxTargets + 1);
+  checkTargetCount(counts.targets);
+  if (counts.maxWindows > maxTimeWindows) {
+    throw new RouteInputError(`targets must have at most ${maxTimeWindows} time windows each`);
+  }
+  return counts.targets;
 }
 
 /**
- * Runs the heuristic in a worker thread that is terminated when the budget runs out (422) or the
- * client leaves, so one large draft cannot hold a CPU and an in-flight slot for minutes.
+ * Runs the whole draft (parsing, window conversion, heuristic) in a worker thread that is
+ * terminated when the budget runs out (422) or the client leaves, so one large draft can hold
+ * neither the event loop nor a CPU and an in-flight slot for minutes.
  */
 async function computeWithinBudget(
-  input: RouteSuggestionInput,
+  input: ImportedDraftInput,
   budget: { ms: number; clientLeft?: AbortSignal },
-): Promise<RouteSuggestionResult> {
+  targets: number,
+): Promise<ImportedDraftResult> {
   const timeUp = AbortSignal.timeout(budget.ms);
   const signal = budget.clientLeft ? AbortSignal.any([timeUp, budget.clientLeft]) : timeUp;
   try {
@@ -48,12 +48,13 @@ async function computeWithinBudget(
       'computation_budget_exceeded',
       `The draft could not be computed within ${budget.ms} ms; split the import job or plan fewer vehicles.`,
       null,
-      { budgetMs: budget.ms, targets: input.targets.length },
+      { budgetMs: budget.ms, targets },
     );
   }
 }
 
-/** Builds a draft from the job's targets off the request thread, stores it, and returns it. */
+/** Builds a draft from the job's targets off the request thread (limits checked first), stores
+ *  it, and returns it. */
 export async function createRouteSuggestion(
   pool: Pool,
   client: AuthenticatedClient,
@@ -72,31 +73,27 @@ export async function createRouteSuggestion(
     );
   }
   const timeZone = req.timeZone ?? 'UTC';
-  const rows = await jobTargets(pool, client.tenantId, importJobId);
-  const converted = rows.map((t) => toRouteTarget(t, req.date, timeZone));
-  const targets = converted.filter((t): t is RouteTarget => 'lat' in t);
-  if (!targets.some((t) => t.lat !== null && t.lon !== null)) {
-    throw new AppError(
-      'no_routable_targets',
-      `Import job ${importJobId} has no target with coordinates for ${req.date}.`,
-      null,
-      {
-        targets: rows.length,
-      },
-    );
-  }
-  const input = {
+  const targets = await checkJobSize(pool, client.tenantId, importJobId);
+  const input: ImportedDraftInput = {
     depot: { lat: req.depot.latitude, lon: req.depot.longitude },
     ...(req.endDepot ? { endDepot: { lat: req.endDepot.latitude, lon: req.endDepot.longitude } } : {}),
     date: req.date,
+    timeZone,
     vehicles: req.vehicles,
     shift: req.shift,
     ...(req.maxStopsPerRoute ? { maxStopsPerRoute: req.maxStopsPerRoute } : {}),
     averageSpeedKmh: req.averageSpeedKmh ?? defaultSpeedKmh,
-    targets,
+    targetsJson: await jobTargetsJson(pool, client.tenantId, importJobId),
   };
-  const result = await computeWithinBudget(input, budget);
-  const unplaced = [...converted.filter((t): t is UnplacedTarget => !('lat' in t)), ...result.unplaced];
+  const result = await computeWithinBudget(input, budget, targets);
+  if (!result.routable) {
+    throw new AppError(
+      'no_routable_targets',
+      `Import job ${importJobId} has no target with coordinates for ${req.date}.`,
+      null,
+      { targets: result.targets },
+    );
+  }
   const placed = result.routes.reduce((n, r) => n + r.stops.length, 0);
   const dto: RouteSuggestionDto = {
     id: randomUUID(),
@@ -112,10 +109,10 @@ export async function createRouteSuggestion(
       ...r,
       stops: r.stops.map(({ lat, lon, ...s }) => ({ ...s, coordinates: { latitude: lat, longitude: lon } })),
     })),
-    unplaced,
+    unplaced: result.unplaced,
     totalDistanceKm: result.totalDistanceKm,
     totalDurationMinutes: result.totalDurationMinutes,
-    summary: { targets: rows.length, placed, unplaced: unplaced.length },
+    summary: { targets: result.targets, placed, unplaced: result.unplaced.length },
   };
   await insertSuggestion(pool, { tenantId: client.tenantId, clientId: client.clientId, request: req, dto });
   return dto;

@@ -2,6 +2,7 @@
 // result's timing against the input (recomputed from coordinates, not read from the output).
 import { expect } from 'vitest';
 import { haversineKm } from '../../../src/routing/geo.js';
+import type { ImportedDraftInput, ImportedTarget } from '../../../src/routing/imported-draft.js';
 import type { RouteSuggestionInput, RouteSuggestionResult } from '../../../src/routing/types.js';
 import { mulberry32 } from '../../support/prng.js';
 
@@ -117,3 +118,20 @@ export function checkResult(input: RouteSuggestionInput, result: RouteSuggestion
 
 export const placedCount = (r: RouteSuggestionResult): number =>
   r.routes.reduce((sum, route) => sum + route.stops.length, 0);
+
+/** The draft as an import job's targets would give it: windows as UTC instants ('24:00' is the
+ *  next day's midnight), converted back to the same clock windows in time zone UTC. */
+export function asImported(input: RouteSuggestionInput): ImportedDraftInput {
+  const { targets, ...plan } = input;
+  const instant = (clock: string): string =>
+    new Date(Date.parse(`${input.date}T00:00:00Z`) + minutes(clock) * 60_000).toISOString();
+  const imported: ImportedTarget[] = targets.map((t) => ({
+    externalId: t.externalId,
+    lat: t.lat,
+    lon: t.lon,
+    serviceMinutes: t.serviceMinutes,
+    priority: t.priority ?? null,
+    timeWindows: t.timeWindows.map((w) => ({ start: instant(w.start), end: instant(w.end) })),
+  }));
+  return { ...plan, timeZone: 'UTC', targetsJson: JSON.stringify(imported) };
+}

@@ -1,6 +1,30 @@
-import type { TimeWindow } from '../../routing/index.js';
+// Time windows given as instants (ISO 8601 with offset) as local clock windows of the draft's day.
+// Runs in the routing worker (imported-draft.ts): 50,000 windows cost seconds of CPU.
+import type { TimeWindow } from './types.js';
 
-/** True when Intl knows the IANA time zone. */
+/** One formatter per time zone (a worker serves one draft: one zone): making one costs far more
+ *  than formatting with it. */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-CA', {
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    });
+    formatters.set(timeZone, f);
+  }
+  return f;
+}
+
+/** True when Intl knows the IANA time zone. Not cached: the gateway calls it with any client's
+ *  text (zone names match case-insensitively, so a cache would grow with their spellings). */
 export function isTimeZone(tz: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz });
@@ -13,15 +37,7 @@ export function isTimeZone(tz: string): boolean {
 /** 'YYYY-MM-DD' and 'HH:MM' of an instant as the clock on the wall in timeZone shows it. */
 function wallClock(instant: string, timeZone: string): { date: string; time: string } {
   const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-CA', {
-      timeZone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      hourCycle: 'h23',
-    })
+    formatter(timeZone)
       .formatToParts(new Date(instant))
       .map((p) => [p.type, p.value]),
   );
