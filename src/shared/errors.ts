@@ -106,6 +106,12 @@ export const errorCatalogue = {
     kind: 'unavailable',
     description: 'A dependency (PostgreSQL or Kafka) cannot take the work now; nothing was accepted. Retry later.',
   },
+  service_busy: {
+    kind: 'unavailable',
+    description:
+      'The gateway has no capacity for this request now (every in-flight slot or write connection is in use) while ' +
+      'its dependencies answer; nothing was accepted. Retry after Retry-After seconds.',
+  },
   internal_error: { kind: 'internal', description: 'An unexpected error; it is logged with the request id.' },
 } as const satisfies Record<string, { kind: ErrorKind; description: string }>;
 
@@ -138,3 +144,7 @@ export const unavailable = (what: string, retryAfterSeconds = 5) =>
     null,
     retryAfterSeconds,
   );
+
+/** 503 service_busy: more work than capacity, the dependencies answer. */
+export const busy = (what: string) =>
+  new AppError('service_busy', `${what}; nothing was accepted. Retry shortly.`, null, null, 1);

@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { appointmentsWorker } from '../../src/workers/appointments/kind.js';
+import { unstorableReason } from '../../src/shared/text/storable.js';
 import { bearer } from '../support/fixtures.js';
+import { unstorableKeyName } from '../support/json-fuzz.js';
+import { mulberry32 } from '../support/prng.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
 import { accessToken, bearerToken, form, formHeaders, tokenPath } from './oauth-helpers.js';
@@ -72,6 +75,25 @@ describe('odd field names', () => {
   });
 });
 
+type ItemErrors = { errors: { index: number; field: string | null; message: string }[] };
+
+/** Pushes a batch whose first target alone is valid; the answer and the stored job list the same errors, storable. */
+async function pushBatchExpectingErrors(targets: readonly unknown[], what = ''): Promise<ItemErrors> {
+  const res = await suite.api.post('/api/v1/inbound/targets/batch', {
+    headers: jsonAuth(),
+    rawBody: JSON.stringify({ sourceSystem: 'hostile', targets }),
+  });
+  expect(res.status, `${what} ${res.text.slice(0, 500)}`).toBe(200);
+  const stored = await suite.api.get(`/api/v1/import-jobs/${res.body.importJobId}`, { headers: auth() });
+  expect(stored.status, stored.text).toBe(200);
+  expect(stored.body.errors, what).toEqual(res.body.errors);
+  for (const e of res.body.errors as ItemErrors['errors']) {
+    expect(unstorableReason(e.field ?? ''), `${what} ${JSON.stringify(e.field)}`).toBeNull();
+    expect(unstorableReason(e.message), what).toBeNull();
+  }
+  return res.body as ItemErrors;
+}
+
 describe('text PostgreSQL cannot store', () => {
   const loneSurrogate = '"n\\ud800"';
 
@@ -100,6 +122,46 @@ describe('text PostgreSQL cannot store', () => {
       [1, 'name'],
       [2, 'address.line1'],
     ]);
+  });
+
+  it('a batch whose errors name unstorable field names answers 200 and stores them, escaped', async () => {
+    const targets: Record<string, unknown>[] = makeTargets(4, 'fk');
+    targets[1]!.metadata = { '\ud800': 1 };
+    targets[2]!['x\u0000y'] = 1;
+    targets[3]!.address = { ...(targets[3]!.address as object), 'z\udfff': 'a' };
+    const job = await pushBatchExpectingErrors(targets);
+    expect(job.errors.map((e) => [e.index, e.field])).toEqual([
+      [1, 'metadata.\\ud800'],
+      [2, 'x\\u0000y'],
+      [3, 'address.z\\udfff'],
+    ]);
+    const single = await suite.api.post('/api/v1/inbound/targets', {
+      headers: jsonAuth(),
+      rawBody: JSON.stringify({ sourceSystem: 'hostile', ...targets[1] }),
+    });
+    expect(single.status, single.text).toBe(400);
+    expect(Object.keys(single.body.error.fieldErrors)).toEqual(['body.metadata.\\ud800']);
+  });
+
+  it('random odd field names anywhere in a target never make a batch fail (property)', async () => {
+    const seed = Date.now() % 100_000;
+    const rnd = mulberry32(seed);
+    const places: ((t: Record<string, any>, key: string) => void)[] = [
+      (t, key) => (t.metadata = { ...t.metadata, [key]: 'v' }),
+      (t, key) => (t[key] = 1),
+      (t, key) => (t.address = { ...t.address, [key]: 'v' }),
+      (t, key) => (t.coordinates = { ...t.coordinates, [key]: 0 }),
+      (t, key) => (t.timeWindows = [{ start: '2026-11-23T08:00:00Z', end: '2026-11-23T09:00:00Z', [key]: 1 }]),
+    ];
+    for (let round = 0; round < 5; round++) {
+      const targets: Record<string, any>[] = makeTargets(21, `pk${round}`, seed + round);
+      for (const t of targets.slice(1)) places[Math.floor(rnd() * places.length)]!(t, unstorableKeyName(rnd));
+      const job = await pushBatchExpectingErrors(targets, `seed ${seed}`);
+      expect(
+        job.errors.map((e) => e.index),
+        `seed ${seed}`,
+      ).toEqual(targets.slice(1).map((_, i) => i + 1));
+    }
   });
 
   it('a NUL in a path or query value is a 400', async () => {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiClient } from '../support/api-client.js';
 import { bearer } from '../support/fixtures.js';
+import { startTestGateway, testConfig, type TestGateway } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { spawnWorkers } from '../support/processes.js';
 import { useGatewaySuite } from '../support/suite.js';
@@ -14,7 +16,10 @@ let worker: ReturnType<typeof spawnWorkers>;
 beforeAll(async () => {
   kafka = await startThrowawayKafka();
 });
+let stallGateway: TestGateway | undefined;
 afterAll(async () => {
+  await kafka?.resume();
+  await stallGateway?.stop();
   await worker?.kill('SIGTERM');
   await kafka?.destroy();
 });
@@ -67,6 +72,82 @@ describe('inbound while Kafka is down', () => {
       // Nothing but the accepted requests left a job behind.
       const { rows } = await suite.pool.query('SELECT count(*)::int AS n FROM import_jobs');
       expect(rows[0].n).toBe(accepted.length);
+    },
+    scaled(240_000),
+  );
+});
+
+// A stalled broker (SIGSTOP: connections open, no answer) is not yet known down: writes wait for
+// its acknowledgement holding their edge connections, and the next write waits for a connection
+// in vain. Its 503 must name Kafka, not PostgreSQL; a write stuck behind a PostgreSQL lock names
+// PostgreSQL.
+describe('a write that finds every edge connection held', () => {
+  it(
+    'names Kafka when they wait for a stalled broker, and PostgreSQL when they wait for PostgreSQL',
+    async () => {
+      const produceTimeoutMs = Math.min(scaled(60_000), 250_000);
+      const config = testConfig(suite.db.url, {
+        KAFKA_BROKERS: kafka.brokers,
+        DATABASE_EDGE_POOL_MAX: '2',
+        KAFKA_PRODUCE_TIMEOUT_MS: String(produceTimeoutMs),
+        ORPHAN_GRACE_MS: String(produceTimeoutMs + 60_000),
+      });
+      stallGateway = await startTestGateway(config);
+      const api = await createApiClient(stallGateway.url);
+      let n = 0;
+      const push = () =>
+        api.post('/api/v1/inbound/targets', {
+          headers: bearer(suite.demo.clients.all!.apiKey),
+          body: { sourceSystem: 'stall', ...makeTargets(1, `s${n++}`)[0] },
+        });
+      /** Edge transactions of this database that inserted their rows and wait (for Kafka). */
+      const twoWaitingOnKafka = async () => {
+        const { rows } = await suite.pool.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = 'connect-gateway-edge'
+              AND state = 'idle in transaction'`,
+        );
+        return rows[0].n >= 2 ? true : undefined;
+      };
+      await eventually(async () => ((await push()).status === 200 ? true : undefined), 60_000, 'accepting');
+
+      await kafka.pause();
+      const held = [push(), push()];
+      await eventually(twoWaitingOnKafka, 30_000, 'two writes waiting for Kafka');
+      const refused = await push();
+      expect(refused.status, refused.text).toBe(503);
+      expect(refused.body.error.code).toBe('service_unavailable');
+      expect(refused.body.error.message).toMatch(/^Kafka is unavailable/);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      await kafka.resume();
+      for (const res of await Promise.all(held)) expect([200, 503]).toContain(res.status);
+      await eventually(async () => ((await push()).status === 200 ? true : undefined), 60_000, 'accepting again');
+
+      // Now PostgreSQL holds them: a lock the import job inserts wait for.
+      const locker = await suite.pool.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE import_jobs IN EXCLUSIVE MODE');
+        const blocked = [push(), push()];
+        await eventually(
+          async () => {
+            const { rows } = await suite.pool.query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND application_name = 'connect-gateway-edge' AND wait_event_type = 'Lock'`,
+            );
+            return rows[0].n >= 2 ? true : undefined;
+          },
+          30_000,
+          'two writes waiting for a lock',
+        );
+        const stalled = await push();
+        expect(stalled.status, stalled.text).toBe(503);
+        expect(stalled.body.error.message).toMatch(/^PostgreSQL is unavailable/);
+        await locker.query('ROLLBACK');
+        for (const res of await Promise.all(blocked)) expect(res.status).toBe(200);
+      } finally {
+        locker.release();
+      }
     },
     scaled(240_000),
   );

@@ -66,6 +66,15 @@ describe('webhook targets and server-side request forgery', () => {
       ['http://[fe80::1]/x', /linkLocal/],
       ['http://[::ffff:127.0.0.1]/x', /loopback/],
       ['http://[::]/x', /unspecified/],
+      // IPv6 forms that embed an IPv4 address (URL turns [::127.0.0.1] into [::7f00:1]).
+      ['http://[::127.0.0.1]:8280/', /::7f00:1 is in a ipv4Compatible range/],
+      ['http://[::7f00:1]/x', /ipv4Compatible/],
+      ['http://[::a9fe:a9fe]/x', /ipv4Compatible/],
+      ['http://[64:ff9b::169.254.169.254]/x', /linkLocal/],
+      ['http://[64:ff9b:1::a00:1]/x', /rfc6052/],
+      ['http://[2002:7f00:1::1]/x', /6to4/],
+      ['http://[2001:0:7f00:1::1]/x', /teredo/],
+      ['http://[2a00:1450::5efe:10.0.0.1]/x', /private/],
     ];
     for (const [url, reason] of refused) {
       await expect(create(url), url).rejects.toThrow(/--url refused/);
@@ -104,6 +113,14 @@ describe('webhook targets and server-side request forgery', () => {
       '--events',
       'all',
     ]);
+    const compatible = await admin(pool, webhookCreate, [
+      '--client',
+      other,
+      '--url',
+      `http://[::127.0.0.1]:${receiver.port}/c`,
+      '--events',
+      'all',
+    ]);
     delete process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS;
     const { eventId } = await inTransaction(pool, (tx) =>
       recordWebhookEvent(tx, {
@@ -127,13 +144,18 @@ describe('webhook targets and server-side request forgery', () => {
       const { endpoints } = await admin(pool, webhookList, ['--client', other]);
       return endpoints.every((e: { status: string }) => e.status === 'Disabled') ? endpoints : undefined;
     });
-    for (const e of listed) expect(e.disabledReason).toMatch(/loopback/);
-    for (const endpoint of [literal, named]) {
-      const { attempts } = await admin(pool, webhookAttempts, ['--endpoint', endpoint.endpointId]);
+    const reasons = new Map([
+      [literal.endpointId, 'loopback'],
+      [named.endpointId, 'loopback'],
+      [compatible.endpointId, 'ipv4Compatible'],
+    ]);
+    for (const e of listed) expect(e.disabledReason).toMatch(reasons.get(e.endpointId)!);
+    for (const [endpointId, range] of reasons) {
+      const { attempts } = await admin(pool, webhookAttempts, ['--endpoint', endpointId]);
       expect(attempts.map((a: { eventId: string }) => a.eventId)).toEqual([eventId, eventId]);
       for (const a of attempts) {
         expect(a).toMatchObject({ outcome: 'Refused', statusCode: null, responseSnippet: null });
-        expect(a.error).toMatch(/loopback range; set WEBHOOK_ALLOW_PRIVATE_TARGETS=true/);
+        expect(a.error).toMatch(`${range} range; set WEBHOOK_ALLOW_PRIVATE_TARGETS=true`);
       }
     }
     expect(receiver.received()).toEqual([]); // nothing reached the receiver

@@ -367,3 +367,37 @@ export function edgeValuesOf(doc: SchemaDoc, schema: JsonSchema, hints: ExampleH
       return [null];
   }
 }
+
+// --- Odd key names -------------------------------------------------------------------------------
+
+/** Pieces a key is made of: lone surrogates, NUL, a surrogate pair, JSON and path syntax, plain text. */
+const keyPieces = [
+  '\ud800',
+  '\udfff',
+  '\udbff',
+  '\u0000',
+  '\ud83d\ude00',
+  '"',
+  '\\',
+  '.',
+  '[0]',
+  'ü',
+  ' ',
+  'k',
+  '__proto__',
+];
+
+/**
+ * A random key name of 1-6 pieces (rnd: a seeded PRNG, test/support/prng.ts) that holds at least
+ * one lone surrogate or NUL, i.e. a name PostgreSQL could not store as it is.
+ */
+export function unstorableKeyName(rnd: () => number): string {
+  const pieces = Array.from(
+    { length: 1 + Math.floor(rnd() * 6) },
+    () => keyPieces[Math.floor(rnd() * keyPieces.length)]!,
+  );
+  // One that stays unstorable whatever surrounds it (a high surrogate then a low one is a pair).
+  const unpairable = ['\u0000', 'k\udfff', '\ud800k'][Math.floor(rnd() * 3)]!;
+  pieces.splice(Math.floor(rnd() * (pieces.length + 1)), 0, unpairable);
+  return pieces.join('');
+}

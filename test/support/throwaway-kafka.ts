@@ -71,7 +71,19 @@ export async function startThrowawayKafka(extraConfig = '') {
         await new Promise((r) => setTimeout(r, 100));
       }
     },
+    /** SIGSTOP of the broker's JVM: connections stay open and nothing answers (a stalled broker). */
+    async pause() {
+      const pid = await brokerPid();
+      if (pid === null) throw new Error(`no broker of ours runs on port ${port} (pid file ${pidFile})`);
+      process.kill(pid, 'SIGSTOP');
+    },
+    /** SIGCONT after pause(). */
+    async resume() {
+      const pid = await brokerPid();
+      if (pid !== null) process.kill(pid, 'SIGCONT');
+    },
     async destroy() {
+      await this.resume().catch(() => undefined); // a stopped JVM would not hear scripts/kafka down
       await kafka('down').catch(() => undefined);
       await rm(stateDir, { recursive: true, force: true });
     },

@@ -3,6 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { renderError, statusOfKind } from '../../src/gateway/http/error-mapping.js';
 import { fieldName, toFieldErrors } from '../../src/gateway/http/validate.js';
 import { AppError, errorCatalogue } from '../../src/shared/errors.js';
+import { storableText, unstorableReason } from '../../src/shared/text/storable.js';
+import { unstorableKeyName } from '../support/json-fuzz.js';
+import { mulberry32 } from '../support/prng.js';
 
 const ids = { requestId: 'req-1', correlationId: 'corr-1' };
 
@@ -62,5 +65,20 @@ describe('field errors from zod', () => {
   it('formats paths', () => {
     expect(fieldName(['a', 0, 'b'])).toBe('a[0].b');
     expect(fieldName([])).toBe('');
+  });
+
+  it('escapes NUL and lone surrogates in names, so any name can be stored (property)', () => {
+    expect(fieldName(['metadata', 'a\ud800', 0, '\u0000', 'ok\ud83d\ude00'])).toBe(
+      'metadata.a\\ud800[0].\\u0000.ok\ud83d\ude00',
+    );
+    const seed = Date.now() % 100_000;
+    const rnd = mulberry32(seed);
+    for (let i = 0; i < 2000; i++) {
+      const key = unstorableKeyName(rnd);
+      expect(unstorableReason(key), `seed ${seed}`).not.toBeNull();
+      expect(unstorableReason(fieldName(['a', key, 1])), `seed ${seed}: ${JSON.stringify(key)}`).toBeNull();
+      const storable = key.replaceAll('\u0000', '').replace(/\p{Surrogate}/gu, '');
+      expect(storableText(storable)).toBe(storable); // storable text is left as it is
+    }
   });
 });

@@ -100,6 +100,34 @@ describe('webhook target policy', () => {
     for (const [address, range] of Object.entries(refused)) expect(refusedRange(address), address).toBe(range);
   });
 
+  it('judges or refuses every IPv6 form that embeds an IPv4 address', () => {
+    // Judged as the embedded IPv4: IPv4-mapped, well-known NAT64 (DNS64 answers), ISATAP ids.
+    for (const ok of ['::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '64:ff9b::808:808', '2a00:1450::200:5efe:8.8.8.8'])
+      expect(refusedRange(ok), ok).toBeNull();
+    const refused: Record<string, string> = {
+      '::ffff:7f00:1': 'loopback',
+      '64:ff9b::127.0.0.1': 'loopback',
+      '64:ff9b::a9fe:a9fe': 'linkLocal',
+      '64:ff9b::10.1.2.3': 'private',
+      '2a00:1450::5efe:10.0.0.1': 'private',
+      '2a00:1450::200:5efe:7f00:1': 'loopback',
+      '2a00:1450::5efe:169.254.169.254': 'linkLocal',
+      // Refused outright whatever they carry.
+      '::127.0.0.1': 'ipv4Compatible',
+      '::7f00:1': 'ipv4Compatible',
+      '::a9fe:a9fe': 'ipv4Compatible',
+      '::8.8.8.8': 'ipv4Compatible',
+      '::0.0.0.2': 'ipv4Compatible',
+      '64:ff9b:1::7f00:1': 'rfc6052',
+      '64:ff9b:1::808:808': 'rfc6052',
+      '2002:7f00:1::1': '6to4',
+      '2002:808:808::1': '6to4',
+      '2001:0:7f00:1::1': 'teredo',
+      '::ffff:0:127.0.0.1': 'rfc6145',
+    };
+    for (const [address, range] of Object.entries(refused)) expect(refusedRange(address), address).toBe(range);
+  });
+
   it('accepts only absolute http(s) URLs without credentials or fragments', () => {
     expect(parseWebhookUrl('https://example.com/hooks?x=1').hostname).toBe('example.com');
     for (const bad of ['ftp://x/y', 'javascript:alert(1)', '/relative', 'https://a:b@x.com/', 'https://x.com/#f'])

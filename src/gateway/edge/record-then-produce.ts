@@ -2,8 +2,9 @@ import type { Config } from '../../shared/config.js';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { isConnectionError } from '../../shared/db/errors.js';
 import { lockEdgeRecord } from '../../shared/edge-lock.js';
-import { unavailable } from '../../shared/errors.js';
+import { busy, unavailable, type AppError } from '../../shared/errors.js';
 import type { MessageBus, OutboundMessage } from '../../shared/kafka/bus.js';
+import { causeOfEdgeWait, edgeTransactionsOf } from './edge-wait.js';
 
 /**
  * What a write operation needs. Two pools, so writes cannot starve reads: `edgePool` holds the
@@ -30,6 +31,8 @@ const kafkaRetryAfterSeconds = 5;
  * PostgreSQL transaction that commits only after Kafka acknowledged (acks=all).
  *
  * - Kafka known unreachable → 503 at once, before a connection is taken.
+ * - No edge connection within the pool's wait → 503 naming why: Kafka, PostgreSQL, or busy
+ *   (service_busy) when both answer but every connection is in use (edge-wait.ts).
  * - Kafka fails → rollback → 503: nothing recorded, the client retries.
  * - Kafka acked, commit fails (crash, PostgreSQL gone) → no row, no 2xx; the produced messages
  *   name an id that never committed, and workers drop them after a grace period
@@ -45,12 +48,15 @@ export async function recordThenProduce<T>(
   write: (tx: PoolClient) => Promise<EdgeWrite<T>>,
 ): Promise<T> {
   if (!deps.bus.available()) throw unavailable('Kafka', kafkaRetryAfterSeconds);
+  const transactions = edgeTransactionsOf(deps.edgePool);
+  const waitStarted = performance.now();
   let tx: PoolClient;
   try {
     tx = await deps.edgePool.connect();
   } catch {
-    throw unavailable('PostgreSQL');
+    throw noConnection(deps, waitStarted);
   }
+  const state = transactions.begin();
   let phase: 'postgres' | 'kafka' = 'postgres';
   try {
     await tx.query('BEGIN');
@@ -58,10 +64,13 @@ export async function recordThenProduce<T>(
     if (produce) {
       await lockEdgeRecord(tx, produce.recordId);
       phase = 'kafka';
+      state.waitingOnKafka(true);
       await deps.bus.produce(produce.topic, produce.messages);
+      state.waitingOnKafka(false);
       phase = 'postgres';
     }
     await tx.query('COMMIT');
+    state.committed();
     return result;
   } catch (err) {
     await tx.query('ROLLBACK').catch(() => undefined);
@@ -69,6 +78,19 @@ export async function recordThenProduce<T>(
     if (isConnectionError(err)) throw unavailable('PostgreSQL');
     throw err;
   } finally {
+    state.release();
     tx.release();
   }
+}
+
+/** The 503 for a write that got no edge connection within the pool's wait (see edge-wait.ts). */
+function noConnection(deps: Pick<WriteDeps, 'edgePool' | 'bus'>, waitStarted: number): AppError {
+  const cause = causeOfEdgeWait({
+    kafkaAvailable: deps.bus.available(),
+    max: deps.edgePool.options.max,
+    ...edgeTransactionsOf(deps.edgePool).snapshot(waitStarted),
+  });
+  if (cause === 'Kafka') return unavailable('Kafka', kafkaRetryAfterSeconds);
+  if (cause === 'PostgreSQL') return unavailable('PostgreSQL');
+  return busy('Every write connection of the gateway is in use');
 }

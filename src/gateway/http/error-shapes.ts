@@ -14,10 +14,10 @@ export const standardErrorSchema = z
       code: errorCodeSchema.nullable(),
       message: z.string().nullable(),
       correlationId: z.string().nullable(),
-      fieldErrors: z
-        .record(z.string(), z.array(z.string()))
-        .nullable()
-        .meta({ description: 'Field name (dotted path, [n] for array items) → messages.' }),
+      fieldErrors: z.record(z.string(), z.array(z.string())).nullable().meta({
+        description:
+          'Field name (dotted path, [n] for array items; NUL and unpaired surrogates in names written as \\u0000, \\ud800 escapes) → messages.',
+      }),
       details: z
         .record(z.string(), z.unknown())
         .nullable()

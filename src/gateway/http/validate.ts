@@ -1,12 +1,16 @@
 import type { z } from 'zod';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
+import { storableText } from '../../shared/text/storable.js';
 
-/** `a.b[2].c` from a zod issue path. */
+/**
+ * `a.b[2].c` from a zod issue path. Names are client text: NUL and lone surrogates are escaped
+ * (storableText), so error lists built from them can be stored (an import job's errors) as well as sent.
+ */
 export function fieldName(path: readonly PropertyKey[]): string {
   let out = '';
   for (const seg of path) {
     if (typeof seg === 'number') out += `[${seg}]`;
-    else out += out ? `.${String(seg)}` : String(seg);
+    else out += out ? `.${storableText(String(seg))}` : storableText(String(seg));
   }
   return out;
 }

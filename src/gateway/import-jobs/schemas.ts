@@ -14,7 +14,10 @@ export const itemErrorSchema = z
   .strictObject({
     index: z.number().int().min(0).meta({ description: 'Index of the target in the request (0 for a single target).' }),
     externalId: z.string().nullable(),
-    field: z.string().nullable().meta({ description: 'Field path within the target, e.g. address.city.' }),
+    field: z.string().nullable().meta({
+      description:
+        'Field path within the target, e.g. address.city (NUL and unpaired surrogates in names written as \\u0000, \\ud800 escapes).',
+    }),
     message: z.string(),
   })
   .meta({ id: 'ImportItemError' });

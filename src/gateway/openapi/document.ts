@@ -57,7 +57,9 @@ const errorDescriptions: Record<number, string> = {
     'Rate limit exceeded (rate_limited), or a body past the upload quota (upload_quota_exceeded, not read); ' +
     'see Retry-After and RateLimit headers.',
   500: 'Unexpected error (internal_error); logged with the request id.',
-  503: 'PostgreSQL or Kafka cannot take the work (service_unavailable); nothing was accepted. See Retry-After.',
+  503:
+    'PostgreSQL or Kafka cannot take the work (service_unavailable; the message names which), or the gateway has no ' +
+    'capacity for it now while both answer (service_busy); nothing was accepted. See Retry-After.',
 };
 
 const idHeaders = {
@@ -197,7 +199,7 @@ function describeService(limits: DocumentLimits): string {
       'fit is answered 429 upload_quota_exceeded with Retry-After, unread.',
     `- Operations with an in-flight limit (inbound, route suggestions) count requests whose body has arrived; one ` +
       `Integration Client holds at most ${limits.inFlightClientSharePercent}% of the slots (at least one); beyond, 503 ` +
-      'with Retry-After.',
+      'service_busy with Retry-After.',
     '',
     '## Media types',
     'Requests: application/json, text/json or application/*+json (else 415). Responses: application/json by default; ' +

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { AppError, type FieldErrors } from '../../shared/errors.js';
+import { AppError, busy, type FieldErrors } from '../../shared/errors.js';
 import { unstorableReason } from '../../shared/text/storable.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { createFailedAuthLimiter } from '../auth/failed-auth-limiter.js';
@@ -32,8 +32,7 @@ export type PipelineDeps = {
 
 const koaPath = (template: string) => template.replace(/\{(\w+)\}/g, ':$1');
 
-const atCapacity = () =>
-  new AppError('service_unavailable', 'The gateway is at capacity for this operation; retry shortly.', null, null, 1);
+const atCapacity = () => busy('The gateway is at capacity for this operation');
 
 /** Path and query values PostgreSQL could not store are a 400 here, not a failure later. */
 function refuseUnstorable(values: Record<string, unknown>, root: string): void {

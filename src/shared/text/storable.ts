@@ -12,6 +12,16 @@ export function unstorableReason(text: string): string | null {
   return null;
 }
 
+const loneSurrogates = /\p{Surrogate}/gu;
+
+/**
+ * The text with NUL and lone surrogates written as their JSON escapes (`\u0000`, `\ud800`, six
+ * plain characters): for text the service itself stores or shows, such as the field names in an
+ * error list, which must never fail in PostgreSQL whatever names a client sent.
+ */
+export const storableText = (text: string): string =>
+  text.replaceAll('\u0000', '\\u0000').replace(loneSurrogates, (c) => `\\u${c.charCodeAt(0).toString(16)}`); // d800-dfff: four digits
+
 export type TextProblem = { path: (string | number)[]; message: string };
 
 /**

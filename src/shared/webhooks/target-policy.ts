@@ -5,10 +5,16 @@ import ipaddr from 'ipaddr.js';
 
 // Server-side request forgery guard: webhook targets are http(s) URLs whose host resolves only to
 // public unicast addresses. Loopback, link-local, private (RFC 1918), unique-local (fc00::/7),
-// unspecified, shared/CGNAT (100.64/10), multicast, broadcast, reserved and documentation ranges,
-// and IPv6 forms that embed IPv4 (mapped addresses are judged as the IPv4 they carry) are refused
-// unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true. Checked when an endpoint is registered and again at
-// every delivery, on the very addresses the connection uses (DNS rebinding).
+// unspecified, shared/CGNAT (100.64/10), multicast, broadcast, reserved and documentation ranges
+// are refused unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true. IPv6 forms that embed an IPv4 address:
+// - judged as the IPv4 they carry: IPv4-mapped ::ffff:a.b.c.d (the socket connects to that IPv4),
+//   NAT64 64:ff9b::a.b.c.d (DNS64 networks synthesise it for public IPv4-only hosts) and ISATAP
+//   interface ids …:0:5efe:a.b.c.d / …:200:5efe:a.b.c.d under a public prefix;
+// - refused outright: IPv4-compatible ::a.b.c.d (deprecated, RFC 4291), local-use NAT64
+//   64:ff9b:1::/48 (site-defined translation), 6to4 2002::/16, Teredo 2001::/32 and IPv4-translated
+//   ::ffff:0:a.b.c.d (all special ranges, never public unicast).
+// Checked when an endpoint is registered and again at every delivery, on the very addresses the
+// connection uses (DNS rebinding); both go through refusedRange.
 
 export class TargetRefusedError extends Error {
   readonly code = 'target_refused';
@@ -41,9 +47,29 @@ export const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
 /** Null when the address may be called, else the name of its range (e.g. "loopback", "private"). */
 export function refusedRange(address: string): string | null {
   if (!ipaddr.isValid(address)) return 'invalid';
-  const ip = ipaddr.process(address); // ::ffff:a.b.c.d → a.b.c.d
-  const range = ip.range();
-  return range === 'unicast' ? null : range;
+  const ip = ipaddr.parse(hexTail(address));
+  if (ip.kind() === 'ipv4') return publicOrRange(ip.range());
+  const v6 = ip as ipaddr.IPv6;
+  const parts = v6.parts;
+  if (v6.isIPv4MappedAddress()) return publicOrRange(v6.toIPv4Address().range());
+  if (parts.slice(0, 6).every((p) => p === 0) && (parts[6] !== 0 || parts[7]! > 1)) return 'ipv4Compatible'; // not :: or ::1
+  const range = v6.range();
+  if (range === 'rfc6052' && parts.slice(2, 6).every((p) => p === 0)) return publicOrRange(embeddedIpv4(v6).range());
+  if (range === 'unicast' && (parts[4]! & 0xfcff) === 0 && parts[5] === 0x5efe)
+    return publicOrRange(embeddedIpv4(v6).range()); // ISATAP
+  return publicOrRange(range);
+}
+
+const publicOrRange = (range: string) => (range === 'unicast' ? null : range);
+
+const embeddedIpv4 = (ip: ipaddr.IPv6) => ipaddr.fromByteArray(ip.toByteArray().slice(12));
+
+/** "::1.2.3.4" → "::102:304": ipaddr.js reads the deprecated "::a.b.c.d" form as IPv4-mapped. */
+function hexTail(address: string): string {
+  const m = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)(%.*)?$/.exec(address);
+  if (!m) return address;
+  const [a, b, c, d] = m.slice(2, 6).map(Number) as [number, number, number, number];
+  return `${m[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}${m[6] ?? ''}`;
 }
 
 function assertAllowed(host: string, addresses: readonly string[]): void {
