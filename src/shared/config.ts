@@ -194,7 +194,7 @@ export type Config = {
   oauthKeyEncryptionKeysPrevious: string;
   /** Token endpoint: requests per minute per authenticated client, per gateway replica (429 slow_down beyond). */
   oauthTokenClientLimitPerMinute: number;
-  /** Token endpoint: requests per minute per source address, per gateway replica (429 slow_down beyond). */
+  /** Token endpoint: unauthenticated requests per minute per client address and replica (429 slow_down beyond). */
   oauthTokenAddressLimitPerMinute: number;
   /** Per-attempt timeout of a webhook POST (connect, response and body). */
   webhookTimeoutMs: number;
