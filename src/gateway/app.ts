@@ -5,6 +5,7 @@ import type { MessageBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
 import { appointmentRoutes } from './appointments/routes.js';
 import { createApiKeyAuthenticator } from './auth/authenticate.js';
+import { createKeyRecords } from './auth/key-records.js';
 import { createDependencyChecks } from './health/checks.js';
 import { healthRoutes } from './health/routes.js';
 import { accessLog } from './http/access-log.js';
@@ -44,7 +45,10 @@ export type AppDeps = {
 };
 
 /** Every operation the gateway serves; the OpenAPI document is generated from this list. */
-export function allRoutes(deps: AppDeps, oauth: OAuth = createOAuth(deps)): RouteDefinition[] {
+export function allRoutes(
+  deps: AppDeps,
+  oauth: OAuth = createOAuth({ ...deps, keyRecords: createKeyRecords(deps.pool) }),
+): RouteDefinition[] {
   const check = createDependencyChecks(deps.pool, deps.bus, deps.config.healthCheckTimeoutMs);
   let document: unknown;
   const routes: RouteDefinition[] = [
@@ -77,12 +81,21 @@ export function allRoutes(deps: AppDeps, oauth: OAuth = createOAuth(deps)): Rout
 }
 
 export function createApp(deps: AppDeps): Koa<GatewayState> {
-  const app = new Koa<GatewayState>({ proxy: false });
+  // Behind TRUSTED_PROXIES proxies that each append the address they saw to X-Forwarded-For, the
+  // client's address is the entry that many from the right (ctx.ip); entries further left are the
+  // client's own say. With 0 the header is ignored and ctx.ip is the TCP peer.
+  const trustedProxies = deps.config.trustedProxies;
+  const app = new Koa<GatewayState>({
+    proxy: trustedProxies > 0,
+    proxyIpHeader: 'X-Forwarded-For',
+    maxIpsCount: trustedProxies,
+  });
   app.silent = true; // errors are logged by errorHandler, with the request id
-  const oauth = createOAuth(deps);
+  const keyRecords = createKeyRecords(deps.pool); // shared: API keys and client secrets are the same keys
+  const oauth = createOAuth({ ...deps, keyRecords });
   const routes = allRoutes(deps, oauth);
   const router = buildRouter(routes, {
-    authenticate: createApiKeyAuthenticator(deps.pool, deps.config.authCacheTtlMs),
+    authenticate: createApiKeyAuthenticator(keyRecords, deps.config.authCacheTtlMs),
     authenticateAccessToken: oauth.authenticate,
     rateLimit: createRateLimiter(deps.pool, deps.config.rateLimitLeaseMax),
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,

@@ -59,6 +59,7 @@ const configSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
     AUTH_FAILURES_PER_MINUTE: int(60, 1, 1_000_000),
+    TRUSTED_PROXIES: int(0, 0, 10),
     RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
     RATE_LIMIT_LEASE_MAX: int(50, 1, 10_000),
     BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
@@ -151,8 +152,13 @@ export type Config = {
   workerBufferBytes: number;
   logLevel: z.infer<typeof configSchema>['LOG_LEVEL'];
   authCacheTtlMs: number;
-  /** Refused credentials per address and minute before 429 without a lookup. */
+  /** Refused credentials per client address and minute before they are answered 429 (valid ones never are). */
   authFailuresPerMinute: number;
+  /**
+   * Proxies in front of the gateway that each append the address they saw to X-Forwarded-For: the
+   * client address is the entry this many from the right. 0: the header is ignored (the TCP peer).
+   */
+  trustedProxies: number;
   rateLimitPerMinute: number;
   /** Most points of a client's window a gateway replica leases from PostgreSQL at once. */
   rateLimitLeaseMax: number;
@@ -194,7 +200,7 @@ export type Config = {
   oauthKeyEncryptionKeysPrevious: string;
   /** Token endpoint: requests per minute per authenticated client, per gateway replica (429 slow_down beyond). */
   oauthTokenClientLimitPerMinute: number;
-  /** Token endpoint: requests per minute per source address, per gateway replica (429 slow_down beyond). */
+  /** Token endpoint: unauthenticated requests per minute per client address and replica (429 slow_down beyond). */
   oauthTokenAddressLimitPerMinute: number;
   /** Per-attempt timeout of a webhook POST (connect, response and body). */
   webhookTimeoutMs: number;
@@ -321,6 +327,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: c.LOG_LEVEL,
     authCacheTtlMs: c.AUTH_CACHE_TTL_MS,
     authFailuresPerMinute: c.AUTH_FAILURES_PER_MINUTE,
+    trustedProxies: c.TRUSTED_PROXIES,
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
     rateLimitLeaseMax: c.RATE_LIMIT_LEASE_MAX,
     bodyLimitBytes: c.BODY_LIMIT_BYTES,

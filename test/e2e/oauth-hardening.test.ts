@@ -6,6 +6,7 @@ import pg from 'pg';
 import { runner } from 'node-pg-migrate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyEncryptionKeyId, parseKeyEncryptionKey } from '../../src/gateway/oauth/key-encryption.js';
+import { OAuthError } from '../../src/gateway/oauth/oauth-error.js';
 import { oauthRoutes } from '../../src/gateway/oauth/routes.js';
 import { createTokenThrottle } from '../../src/gateway/oauth/token-throttle.js';
 import { createPool } from '../../src/shared/db/pool.js';
@@ -298,12 +299,13 @@ describe('the token endpoint throttle', () => {
     expect((await requestToken(strict.api, c)).status).toBe(429);
   });
 
-  it('throttles per source address (IPv6 by /64) when the pipeline gives the handler the address', async () => {
+  it('throttles per client address (IPv6 by /64) the requests that do not authenticate, never one that does', async () => {
     const throttle = createTokenThrottle({ oauthTokenClientLimitPerMinute: 100, oauthTokenAddressLimitPerMinute: 2 });
     let issued = 0;
     const [route] = oauthRoutes(
       {
-        issue: async () => {
+        issue: async ({ form }) => {
+          if (form.client_secret !== 'good') throw new OAuthError('invalid_client', 'wrong secret');
           issued++;
           return { access_token: 'x', token_type: 'Bearer' as const, expires_in: 600, scope: 'appointments.read' };
         },
@@ -312,45 +314,46 @@ describe('the token endpoint throttle', () => {
       },
       { ...suite.config, oauthTokenClientLimitPerMinute: 100, oauthTokenAddressLimitPerMinute: 2 },
     );
-    const call = (remoteAddress?: string) =>
+    const call = (remoteAddress: string, secret = 'bad') =>
       route!.handler({
         params: undefined,
         query: undefined,
-        body: {},
+        body: { client_secret: secret },
         client: undefined as never,
         requestId: 'r',
         correlationId: 'c',
         header: () => '',
-        ...(remoteAddress ? { remoteAddress } : {}),
+        remoteAddress,
       } as never);
-    expect((await call('203.0.113.7')).status).toBe(200);
-    expect((await call('::ffff:203.0.113.7')).status).toBe(200); // the same IPv4 address
+    expect((await call('203.0.113.7')).status).toBe(401);
+    expect((await call('::ffff:203.0.113.7')).status).toBe(401); // the same IPv4 address
     const limited = await call('203.0.113.7');
     expect(limited).toMatchObject({ status: 429, body: { error: 'slow_down' } });
     expect(Number(limited.headers!['Retry-After'])).toBeGreaterThan(0);
-    expect((await call('203.0.113.8')).status).toBe(200);
-    expect((await call('2001:db8:1:2::1')).status).toBe(200);
-    expect((await call('2001:db8:1:2:ffff::2')).status).toBe(200);
+    expect((await call('203.0.113.7', 'good')).status).toBe(200); // a valid secret from there still is served
+    expect((await call('203.0.113.8')).status).toBe(401);
+    expect((await call('2001:db8:1:2::1')).status).toBe(401);
+    expect((await call('2001:db8:1:2:ffff::2')).status).toBe(401);
     expect((await call('2001:db8:1:2::3')).status).toBe(429); // same /64
-    expect((await call('2001:db8:1:3::1')).status).toBe(200);
-    expect((await call()).status).toBe(200); // no address known: per client only
-    expect(issued).toBe(7);
+    expect((await call('2001:db8:1:3::1')).status).toBe(401);
+    expect(issued).toBe(1);
   });
 
-  // Needs the request pipeline to pass the TCP peer address to handlers (`remoteAddress: ctx.ip`
-  // in HandlerInput, src/gateway/routes/register.ts), which is outside this change; see the report.
-  it('throttles per source address over HTTP', async () => {
+  it('throttles per client address over HTTP', async () => {
     const byAddress = await gateway({ OAUTH_KEY_ENCRYPTION_KEY: kek, OAUTH_TOKEN_ADDRESS_LIMIT_PER_MINUTE: '2' });
-    expect((await requestToken(byAddress.api, all())).status).toBe(200);
-    const bad = await byAddress.api.post(tokenPath, {
-      headers: formHeaders,
-      rawBody: form({ grant_type: 'client_credentials', client_id: all().clientId, client_secret: 'wrong' }),
-    });
-    expect(bad.status).toBe(401); // failed attempts count per address
-    const limited = await requestToken(byAddress.api, suite.demo.clients['appointments.read']!);
+    const bad = () =>
+      byAddress.api.post(tokenPath, {
+        headers: formHeaders,
+        rawBody: form({ grant_type: 'client_credentials', client_id: all().clientId, client_secret: 'wrong' }),
+      });
+    expect((await requestToken(byAddress.api, all())).status).toBe(200); // not counted per address
+    expect((await bad()).status).toBe(401);
+    expect((await bad()).status).toBe(401);
+    const limited = await bad();
     expect(limited.status).toBe(429);
     expect(limited.body.error).toBe('slow_down');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await requestToken(byAddress.api, suite.demo.clients['appointments.read']!)).status).toBe(200);
   });
 
   it('is documented: 429 with the OAuth error body and Retry-After', () => {
@@ -359,6 +362,8 @@ describe('the token endpoint throttle', () => {
     expect(op.responses['429'].content['application/json'].schema.$ref).toBe('#/components/schemas/OAuthErrorResponse');
     expect(op.responses['429'].headers['Retry-After']).toBeDefined();
     expect(doc.components.schemas.OAuthErrorResponse.properties.error.enum).toContain('slow_down');
-    expect(op.description).toMatch(/Throttled per gateway replica: 300 requests per 60 s .* and 3 per 60 s/);
+    expect(op.description).toMatch(
+      /Throttled per gateway replica: 3 requests per 60 s .* and 300 per 60 s that do not/,
+    );
   });
 });

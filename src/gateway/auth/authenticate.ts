@@ -1,8 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { apiKeyPattern, hashApiKey } from '../../shared/api-keys.js';
-import type { Pool } from '../../shared/db/pool.js';
-import { AppError, unavailable } from '../../shared/errors.js';
-import { findApiKeyByHash, type ApiKeyRecord } from './api-key-store.js';
+import { AppError } from '../../shared/errors.js';
+import type { KeyRecords } from './key-records.js';
 
 export type AuthenticatedClient = {
   clientId: string;
@@ -16,37 +15,15 @@ export type AuthenticatedClient = {
 
 export type Authenticator = (authorization: string) => Promise<AuthenticatedClient>;
 
-type CacheEntry = { record: ApiKeyRecord | null; fetchedAt: number };
-const maxCacheEntries = 10_000;
-/** How long a cached answer still serves while the credential store is unreachable. */
-export const staleIfErrorMs = 15 * 60_000;
-
 /**
- * API-key authentication. Key records (also "unknown") are cached for ttlMs, so a revoked
- * key stops working within ttlMs; expiry is checked on every request. While PostgreSQL is
- * unreachable, an answer fetched within staleIfErrorMs is used again (nothing can be revoked
- * meanwhile: revoking writes to the same database), so known clients can still read the health
- * report that tells them the database is down.
+ * API-key authentication. Key records are cached for ttlMs, so a revoked key stops working
+ * within ttlMs; expiry is checked on every request.
  */
-export function createApiKeyAuthenticator(pool: Pool, ttlMs: number, now: () => number = Date.now): Authenticator {
-  const cache = new Map<string, CacheEntry>();
-
-  async function lookup(hash: Buffer): Promise<ApiKeyRecord | null> {
-    const cacheKey = hash.toString('hex');
-    const hit = cache.get(cacheKey);
-    if (hit && now() - hit.fetchedAt < ttlMs) return hit.record;
-    let record: ApiKeyRecord | null;
-    try {
-      record = await findApiKeyByHash(pool, hash);
-    } catch {
-      if (hit && now() - hit.fetchedAt < staleIfErrorMs) return hit.record;
-      throw unavailable('The credential store');
-    }
-    if (cache.size >= maxCacheEntries) cache.delete(cache.keys().next().value!);
-    cache.set(cacheKey, { record, fetchedAt: now() });
-    return record;
-  }
-
+export function createApiKeyAuthenticator(
+  records: KeyRecords,
+  ttlMs: number,
+  now: () => number = Date.now,
+): Authenticator {
   return async (authorization) => {
     if (!authorization) throw new AppError('missing_credential', 'Send Authorization: Bearer <api key>.');
     const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
@@ -54,7 +31,7 @@ export function createApiKeyAuthenticator(pool: Pool, ttlMs: number, now: () => 
       throw new AppError('malformed_credential', 'The Authorization header must be "Bearer <api key>".');
     }
     const hash = hashApiKey(match[1]!);
-    const record = await lookup(hash);
+    const record = await records.lookup(hash, ttlMs);
     if (!record || !timingSafeEqual(record.keyHash, hash)) {
       throw new AppError('invalid_credential', 'The API key is not known.');
     }

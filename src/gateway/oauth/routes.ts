@@ -6,17 +6,19 @@ import { clockToleranceSeconds } from './access-token-authenticator.js';
 import { jwkSetSchema, oauthErrorSchema, tokenRequestSchema, tokenResponseSchema } from './schemas.js';
 import { tokenScopes } from './scopes.js';
 import type { SigningKeys } from './signing-keys.js';
-import { OAuthError, type TokenIssuer } from './token-issuer.js';
+import { OAuthError } from './oauth-error.js';
+import type { TokenIssuer } from './token-issuer.js';
 import { throttleWindowSeconds, type TokenThrottle } from './token-throttle.js';
 
 export const tokenPath = '/connect/v1/oauth/token';
 export const jwksPath = '/connect/v1/.well-known/jwks.json';
 
+const unauthenticated = new Set(['invalid_client', 'invalid_request']);
 const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 /** The token endpoint and the JWKS: no bearer token (the token endpoint authenticates the client itself). */
 export function oauthRoutes(
-  deps: { issue: TokenIssuer; keys: SigningKeys; throttle: Pick<TokenThrottle, 'address'> },
+  deps: { issue: TokenIssuer; keys: SigningKeys; throttle: Pick<TokenThrottle, 'failure'> },
   config: Pick<
     Config,
     | 'oauthIssuer'
@@ -42,10 +44,11 @@ export function oauthRoutes(
         `verification keys are at ${jwksPath}. It carries the API key's appointment scopes ` +
         `(${tokenScopes.join(', ')}) or the subset asked for; a key with none gets invalid_scope. Errors are RFC 6749 ` +
         '§5.2 bodies (OAuthErrorResponse) for 400, 401 and 429; 413, 415, 500 and 503 use the standard shape. ' +
-        `Throttled per gateway replica: ${config.oauthTokenAddressLimitPerMinute} requests per ` +
-        `${throttleWindowSeconds} s from one source address (IPv6: per /64), and ` +
-        `${config.oauthTokenClientLimitPerMinute} per ${throttleWindowSeconds} s that authenticate as one client; ` +
-        'beyond, 429 slow_down with Retry-After. A token is meant to be kept until it expires. ' +
+        `Throttled per gateway replica: ${config.oauthTokenClientLimitPerMinute} requests per ` +
+        `${throttleWindowSeconds} s that authenticate as one client, and ${config.oauthTokenAddressLimitPerMinute} ` +
+        `per ${throttleWindowSeconds} s that do not (invalid_client, invalid_request) from one client address ` +
+        '(IPv6: per /64); beyond, 429 slow_down with Retry-After. Failures from an address never refuse a valid ' +
+        'secret from it. A token is meant to be kept until it expires. ' +
         'Revoking the API key stops new tokens at once; tokens already issued stay valid until they expire.',
       tag: 'OAuth',
       auth: 'none',
@@ -80,8 +83,8 @@ export function oauthRoutes(
         },
         429: {
           description:
-            'slow_down: too many token requests (or body bytes, past the upload quota) from this source address or ' +
-            'for this client (RFC 6749 §5.2 body, ' +
+            'slow_down: too many token requests for this client, too many that did not authenticate from this client ' +
+            'address, or too many body bytes from it (past the upload quota) (RFC 6749 §5.2 body, ' +
             'the code RFC 8628 registers for token responses; not the standard shape). Retry after Retry-After seconds.',
           schema: oauthErrorSchema,
           headers: { 'Retry-After': z.string().meta({ description: 'Seconds to wait before asking again.' }) },
@@ -98,10 +101,17 @@ export function oauthRoutes(
             : undefined,
       async handler({ body, header, remoteAddress }) {
         try {
-          await deps.throttle.address(remoteAddress);
           const token = await deps.issue({ authorization: header('authorization'), form: body });
           return { status: 200, body: token, headers: noStore };
-        } catch (err) {
+        } catch (failed) {
+          if (!(failed instanceof OAuthError)) throw failed;
+          // Only requests that did not authenticate count per address (and are refused past its limit).
+          const err = unauthenticated.has(failed.error)
+            ? await deps.throttle.failure(remoteAddress).then(
+                () => failed,
+                (e: unknown) => e,
+              )
+            : failed;
           if (!(err instanceof OAuthError)) throw err;
           return {
             status: err.status,

@@ -2,10 +2,9 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { apiKeyPattern, hashApiKey } from '../../shared/api-keys.js';
 import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
-import { unavailable } from '../../shared/errors.js';
-import { findApiKeyByHash } from '../auth/api-key-store.js';
-import type { OAuthErrorCode } from './schemas.js';
+import type { ApiKeyRecord } from '../auth/api-key-store.js';
+import type { KeyRecords } from '../auth/key-records.js';
+import { OAuthError } from './oauth-error.js';
 import { isTokenScope, type TokenScope } from './scopes.js';
 import type { SigningKeys } from './signing-keys.js';
 import type { TokenThrottle } from './token-throttle.js';
@@ -18,22 +17,6 @@ export type TokenRequest = {
 };
 
 export type TokenResponse = { access_token: string; token_type: 'Bearer'; expires_in: number; scope: string };
-
-export class OAuthError extends Error {
-  constructor(
-    readonly error: OAuthErrorCode,
-    readonly description: string,
-    /** invalid_client with HTTP Basic: answer 401 with WWW-Authenticate: Basic. */
-    readonly basicChallenge = false,
-    /** slow_down: seconds until the client may ask again (Retry-After). */
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(description);
-  }
-  get status(): number {
-    return this.error === 'invalid_client' ? 401 : this.error === 'slow_down' ? 429 : 400;
-  }
-}
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -82,12 +65,15 @@ function clientCredentials(req: TokenRequest): Credentials {
  * The client credentials grant (RFC 6749 §4.4): the client id is the Integration Client's id and
  * the secret one of its API keys (not revoked, not expired). The token carries the key's
  * appointment scopes, or the subset asked for. Each request that authenticates counts against the
- * client's throttle (429 slow_down beyond); failed authentications count only per address.
+ * client's throttle (429 slow_down beyond); failed authentications count only per address (by the
+ * route). A secret is checked against its cached record first (a made-up or refused secret costs
+ * no query), and one that passes is read again from PostgreSQL, so revoking a key stops new tokens
+ * at once.
  */
 export function createTokenIssuer(
-  pool: Pool,
+  records: KeyRecords,
   keys: SigningKeys,
-  config: Pick<Config, 'oauthIssuer' | 'oauthAudience' | 'oauthTokenTtlSeconds'>,
+  config: Pick<Config, 'oauthIssuer' | 'oauthAudience' | 'oauthTokenTtlSeconds' | 'authCacheTtlMs'>,
   throttle: Pick<TokenThrottle, 'client'>,
   now: () => number = Date.now,
 ) {
@@ -105,25 +91,30 @@ export function createTokenIssuer(
       throw bad('Unknown client or wrong client secret.');
     }
     const hash = hashApiKey(creds.secret);
-    let record;
-    try {
-      record = await findApiKeyByHash(pool, hash);
-    } catch {
-      throw unavailable('The credential store');
-    }
-    if (!record || !timingSafeEqual(record.keyHash, hash) || record.clientId !== creds.clientId.toLowerCase()) {
-      throw bad('Unknown client or wrong client secret.');
-    }
-    if (record.revokedAt) throw bad('The API key used as client secret has been revoked.');
-    if (record.expiresAt && record.expiresAt.getTime() <= now()) {
-      throw bad('The API key used as client secret has expired.');
-    }
-    await throttle.client(record.clientId);
+    const refusal = (record: ApiKeyRecord | null) => {
+      if (!record || !timingSafeEqual(record.keyHash, hash) || record.clientId !== creds.clientId.toLowerCase()) {
+        return bad('Unknown client or wrong client secret.');
+      }
+      if (record.revokedAt) return bad('The API key used as client secret has been revoked.');
+      if (record.expiresAt && record.expiresAt.getTime() <= now()) {
+        return bad('The API key used as client secret has expired.');
+      }
+      return null;
+    };
+    const asked = now();
+    const cached = await records.lookup(hash, config.authCacheTtlMs);
+    const refusedCached = refusal(cached);
+    if (refusedCached) throw refusedCached;
+    await throttle.client(cached!.clientId);
+    // Read again unless the record above was read for this very request.
+    const record = await records.lookup(hash, now() - asked + 1);
+    const refused = refusal(record);
+    if (refused) throw refused;
     if (grantType !== 'client_credentials') {
       throw new OAuthError('unsupported_grant_type', 'Only grant_type=client_credentials is supported.');
     }
 
-    const granted = record.scopes.filter(isTokenScope);
+    const granted = record!.scopes.filter(isTokenScope);
     let scopes: TokenScope[] = granted;
     if (typeof req.form.scope === 'string' && req.form.scope.trim() !== '') {
       const asked = [...new Set(req.form.scope.trim().split(/ +/))];
@@ -146,11 +137,12 @@ export function createTokenIssuer(
     const key = await keys.signingKey();
     const iat = Math.floor(now() / 1000);
     const scope = scopes.join(' ');
-    const accessToken = await new SignJWT({ client_id: record.clientId, scope })
+    const clientId = record!.clientId;
+    const accessToken = await new SignJWT({ client_id: clientId, scope })
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
       .setIssuer(config.oauthIssuer)
       .setAudience(config.oauthAudience)
-      .setSubject(record.clientId)
+      .setSubject(clientId)
       .setIssuedAt(iat)
       .setExpirationTime(iat + config.oauthTokenTtlSeconds)
       .setJti(randomUUID())

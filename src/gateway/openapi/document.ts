@@ -171,7 +171,9 @@ function describeService(limits: DocumentLimits): string {
     '## Authentication',
     'Every `/api/...` operation needs `Authorization: Bearer <API key>` (keys look like `cis_<8 hex>_<43 chars>`). ' +
       "The operation's scope is listed in its security requirement. 401: no, malformed, unknown, revoked or expired " +
-      'key; 403: a valid key without the scope. A revoked key stops working within the auth cache TTL (default 5 s).',
+      'key; 403: a valid key without the scope. A revoked key stops working within the auth cache TTL (default 5 s). ' +
+      "Past a number of refused keys per minute from one client address (IPv6: its /64), that address's refused keys " +
+      'are answered 429 rate_limited with Retry-After; a valid key is never refused for what others sent.',
     '',
     'Every `/connect/v1/...` operation (appointment requests) needs `Authorization: Bearer <access token>` instead: ' +
       `a short-lived JWT (RFC 9068) from the OAuth 2.0 client-credentials token endpoint \`POST ${tokenPath}\` ` +

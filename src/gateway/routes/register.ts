@@ -24,7 +24,7 @@ export type PipelineDeps = {
   bodyLimitBytes: number;
   bodyReadTimeoutMs: number;
   uploadQuota: UploadQuota;
-  /** Refused credentials one address may send per minute before it is answered 429 unlooked. */
+  /** Refused credentials one address may send per minute before they are answered 429 (valid ones never are). */
   authFailuresPerMinute: number;
   /** Share of an operation's in-flight slots one client may hold (percent; at least one slot). */
   inFlightClientSharePercent: number;
@@ -68,11 +68,10 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       ctx.state.errorBody = route.errorBody;
       if (route.auth !== 'none') {
         const bearerToken = route.auth === 'accessToken';
-        await failedAuth.check(ctx.ip);
         const client = await (bearerToken ? deps.authenticateAccessToken : deps.authenticate)(
           ctx.get('authorization'),
-        ).catch(async (err: unknown) => {
-          await failedAuth.record(ctx.ip, err);
+        ).catch(async (refusedErr: unknown) => {
+          const err = await failedAuth.refusal(ctx.ip, refusedErr);
           if (bearerToken && err instanceof AppError && err.kind === 'unauthenticated') {
             // RFC 6750 §3: tell the client what to send.
             const missing = err.code === 'missing_credential';
