@@ -6,8 +6,8 @@ import type { RouteDefinition } from '../routes/route-definition.js';
 // The request rate limit counts requests, but a request's cost is its body: one client sending
 // 16 MiB batches back to back within its request limit keeps a gateway's cores busy parsing,
 // producing and applying its data, and every other tenant waits (issue 12). So each client also
-// has a quota of body bytes, charged before the body is read: from Content-Length, or as read for
-// a chunked body. Counted per gateway replica, in memory: it shares out a replica's own CPU, and
+// has a quota of body bytes, charged before the body is read: from Content-Length, or chunk by
+// chunk as a body of unknown length arrives. Counted per gateway replica, in memory: it shares out a replica's own CPU, and
 // needs no round trip. A window holds at least the largest body a route takes, so every body
 // the size limits allow can pass; a client past its quota is answered 429 before its body is
 // parsed.
@@ -18,9 +18,7 @@ export type UploadWindow = { bytesPerSecond: number; windowSeconds: number; wind
 /**
  * A client's quota (an Integration Client id, or an address when unauthenticated), at its own
  * bytesPerSecond (admin CLI `client upload-quota`) or the gateway's default. charge throws 429
- * when `bytes` more would take it past the window's bytes; record counts bytes already read (a
- * chunked body), refusing its next bodies if it went past; check throws 429 when it is past
- * already (before a body of unknown length).
+ * when `bytes` more would take it past the window's bytes, and does not count them.
  */
 export type UploadQuota = (client: string, bytesPerSecond?: number | null) => BodyQuota;
 
@@ -67,13 +65,9 @@ export function createUploadQuota(defaultBytesPerSecond: number, largestBodyByte
         retryAfterSeconds,
       );
     };
-    const check = async () => {
-      const seen = await limiter.get(client);
-      if (seen && seen.consumedPoints >= windowBytes) throw refused(seen.msBeforeNext);
-    };
     return {
       async charge(bytes) {
-        if (bytes <= 0) return check();
+        if (bytes <= 0) return;
         try {
           await limiter.consume(client, bytes);
         } catch (err) {
@@ -83,10 +77,6 @@ export function createUploadQuota(defaultBytesPerSecond: number, largestBodyByte
           throw refused(err.msBeforeNext);
         }
       },
-      async record(bytes) {
-        if (bytes > 0) await limiter.penalty(client, bytes);
-      },
-      check,
     };
   };
 }
