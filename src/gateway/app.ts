@@ -89,7 +89,11 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
-    uploadQuota: createUploadQuota(deps.config.uploadBytesPerSecond, largestBody(routes, deps.config.bodyLimitBytes)),
+    uploadQuota: createUploadQuota({
+      clientBytesPerSecond: deps.config.uploadBytesPerSecond,
+      tenantBytesPerSecond: deps.config.uploadBytesPerSecondPerTenant,
+      largestBodyBytes: largestBody(routes, deps.config.bodyLimitBytes),
+    }),
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });
