@@ -6,6 +6,8 @@
 //   quiet   the victim alone for BENCH_PHASE_SECONDS: rounds of GET /livez, GET import-jobs and
 //           POST a single target, one after another; meanwhile a prober asks /livez every 50 ms.
 //   abused  the same while the abuser sends the worst it may (see bench/lib/abuser.ts).
+//   ignoresRetryAfter, chunked  the same while the abuser sends its largest batches on the flood
+//           connections, again at once after a 429, or without Content-Length (issue 24).
 //
 // Prints p50/p99 of each request kind in both phases and their ratios, the gateway's event-loop
 // delay (its own monitorEventLoopDelay, via /metrics) and CPU, the abuser's answers, and writes
@@ -195,7 +197,6 @@ async function run() {
   const quiet = await measure(base, victimKey, opts.phaseSeconds);
   const coresQuiet = quietCores();
 
-  log('abused: the victim while the abuser sends the worst it may');
   const abuserParams: AbuserParams = {
     url: base,
     apiKey: abuserTenant.clients.all!.apiKey,
@@ -203,17 +204,27 @@ async function run() {
     floods: opts.floods,
     trickles: opts.trickles,
   };
-  const abuser = runForResult<AbuserResult>(
-    'bench/lib/abuser.ts',
-    { ...childEnv, BENCH_ABUSER_PARAMS: JSON.stringify(abuserParams) },
-    'abuser',
-    (opts.phaseSeconds + 120) * 1000,
-  );
-  await sleep(6000); // the abuser builds its bodies (about 3 s) and gets going
-  const abusedCores = coresUsed(gateway.pid, broker);
-  const abused = await measure(base, victimKey, opts.phaseSeconds);
-  const coresAbused = abusedCores();
-  const abuserResult = await abuser;
+  /** The victim measured while the abuser runs in `mode`. */
+  async function abusedBy(mode: NonNullable<AbuserParams['mode']>) {
+    const params = { ...abuserParams, mode };
+    const abuser = runForResult<AbuserResult>(
+      'bench/lib/abuser.ts',
+      { ...childEnv, BENCH_ABUSER_PARAMS: JSON.stringify(params) },
+      'abuser',
+      (opts.phaseSeconds + 120) * 1000,
+    );
+    await sleep(6000); // the abuser builds its bodies (about 3 s) and gets going
+    const cores = coresUsed(gateway!.pid, broker);
+    const phase = await measure(base, victimKey, opts.phaseSeconds);
+    return { phase, cores: cores(), abuser: await abuser };
+  }
+  log('abused: the victim while the abuser sends the worst it may');
+  const { phase: abused, cores: coresAbused, abuser: abuserResult } = await abusedBy('waits');
+  const modes = {} as Record<'ignoresRetryAfter' | 'chunked', Awaited<ReturnType<typeof abusedBy>>>;
+  for (const mode of ['ignoresRetryAfter', 'chunked'] as const) {
+    log(`${mode}: the victim while the abuser sends its largest batches (${mode})`);
+    modes[mode] = await abusedBy(mode);
+  }
 
   const report = { quiet: phaseReport(quiet), abused: phaseReport(abused) };
   type Kind = Exclude<keyof ReturnType<typeof phaseReport>, 'gatewayLoopDelayMs'>;
@@ -234,6 +245,9 @@ async function run() {
     ...report,
     coresUsed: { quiet: coresQuiet, abused: coresAbused },
     abuser: abuserResult,
+    abuserModes: Object.fromEntries(
+      Object.entries(modes).map(([m, r]) => [m, { ...phaseReport(r.phase), coresUsed: r.cores, abuser: r.abuser }]),
+    ),
     ratios: {
       livezP99: ratio('livezProber'),
       importJobsReadP99: ratio('importJobsRead'),
@@ -265,6 +279,21 @@ async function run() {
       `abused ${coresAbused.machine}/${coresAbused.gateway}/${coresAbused.broker}`,
     `abuser: ${abuserResult.requests} requests ${JSON.stringify(abuserResult.statuses)}, ${round(abuserResult.bytesSent / 1048576)} MiB sent, ` +
       `${round(abuserResult.bytesAccepted / 1048576 / abuserParams.seconds, 2)} MiB/s accepted (upload quota ${round(uploadQuota / 1048576, 2)} MiB/s per client)`,
+    '',
+    `${'victim p99 ms (× quiet)'.padEnd(26)} ${'ignores Retry-After'.padStart(22)}  ${'chunked'.padStart(22)}`,
+    ...(['livezProber', 'importJobsRead', 'singlePush'] as const).map((kind) => {
+      const cell = (m: keyof typeof modes) => {
+        const v = phaseReport(modes[m].phase)[kind].ms;
+        return `${v.p50} / ${v.p99} (${round(v.p99 / p99('quiet', kind), 2)}×)`.padStart(22);
+      };
+      return `${kind.padEnd(26)} ${cell('ignoresRetryAfter')}  ${cell('chunked')}`;
+    }),
+    ...(['ignoresRetryAfter', 'chunked'] as const).map(
+      (m) =>
+        `abuser ${m}: ${modes[m].abuser.requests} requests ${JSON.stringify(modes[m].abuser.statuses)}, ` +
+        `${round(modes[m].abuser.bytesAccepted / 1048576 / abuserParams.seconds, 2)} MiB/s accepted; ` +
+        `cores busy (machine/gateway) ${modes[m].cores.machine}/${modes[m].cores.gateway}`,
+    ),
     `goals: /livez p99 < ${goals.livezP99Ms} ms: ${result.goals.livezMet ? 'met' : 'NOT met'} (${livezP99}); ` +
       `victim p99 within ${goals.victimP99Ratio}×: reads ${result.goals.readMet ? 'met' : 'NOT met'}, ` +
       `single pushes ${result.goals.pushMet ? 'met' : 'NOT met'}`,

@@ -5,7 +5,9 @@
 // bodies nested to the deepest and widest shapes, invalid UTF-8, and bodies that trickle one
 // byte every half second. Answered 429, it waits Retry-After (and up to a second more, so its
 // connections do not all come back at once) before it sends again on that connection: that gets
-// more through than sending again at once. Parameters come as JSON in BENCH_ABUSER_PARAMS; the result (answers by
+// more through than sending again at once. Modes (issue 24): `ignoresRetryAfter` sends its
+// largest batches again at once after a 429, `chunked` sends them without Content-Length (its
+// quota is charged as they arrive); both on the flood connections only. Parameters come as JSON in BENCH_ABUSER_PARAMS; the result (answers by
 // status) is one line `BENCH_RESULT {json}` on stdout.
 import http from 'node:http';
 import { makeTargets } from '../../test/support/targets.js';
@@ -19,6 +21,8 @@ export type AbuserParams = {
   floods: number;
   /** Connections trickling a body. */
   trickles: number;
+  /** waits (default): as above; ignoresRetryAfter, chunked: largest batches only (see the top). */
+  mode?: 'waits' | 'ignoresRetryAfter' | 'chunked';
 };
 
 export type AbuserResult = {
@@ -73,7 +77,11 @@ function send(body: Buffer | null): Promise<number> {
       headers: {
         authorization: `Bearer ${params.apiKey}`,
         'content-type': 'application/json',
-        ...(body ? { 'content-length': body.length } : { 'content-length': 1_000_000 }),
+        ...(!body
+          ? { 'content-length': 1_000_000 }
+          : params.mode === 'chunked'
+            ? { 'transfer-encoding': 'chunked' }
+            : { 'content-length': body.length }),
       },
     });
     let trickle: NodeJS.Timeout | undefined;
@@ -92,7 +100,15 @@ function send(body: Buffer | null): Promise<number> {
       count('network error');
       resolve(0);
     });
-    if (body) {
+    if (body && params.mode === 'chunked') {
+      // As a stream would send it: 64 KiB chunks, each once the connection takes the previous.
+      void (async () => {
+        for (let at = 0; at < body.length && !req.destroyed; at += 65536) {
+          if (!req.write(body.subarray(at, at + 65536))) await new Promise((r) => req.once('drain', r).once('close', r));
+        }
+        req.end(() => (bytesSent += body.length));
+      })();
+    } else if (body) {
       req.end(body, () => (bytesSent += body.length));
     } else {
       // One byte every 500 ms of a body announced as 1 MB: the gateway's body deadline cuts it.
@@ -110,16 +126,21 @@ async function loop(pick: (i: number) => Buffer | null) {
   for (let i = 0; Date.now() < deadline; i++) {
     const waitSeconds = await send(pick(i));
     // Up to a second later than asked, so the connections do not all come back at once.
-    const waitMs = waitSeconds > 0 ? waitSeconds * 1000 + Math.random() * 1000 : 0;
+    const waits = params.mode === undefined || params.mode === 'waits';
+    const waitMs = waits && waitSeconds > 0 ? waitSeconds * 1000 + Math.random() * 1000 : 0;
     if (waitMs > 0) await new Promise((r) => setTimeout(r, Math.min(waitMs, deadline - Date.now())));
   }
 }
 
 const cpuStart = process.cpuUsage();
-await Promise.all([
-  ...Array.from({ length: params.floods }, (_, c) => loop((i) => bodies[(i + c) % bodies.length]!)),
-  ...Array.from({ length: params.trickles }, () => loop(() => null)),
-]);
+await Promise.all(
+  params.mode === 'ignoresRetryAfter' || params.mode === 'chunked'
+    ? Array.from({ length: params.floods }, () => loop(() => heavy))
+    : [
+        ...Array.from({ length: params.floods }, (_, c) => loop((i) => bodies[(i + c) % bodies.length]!)),
+        ...Array.from({ length: params.trickles }, () => loop(() => null)),
+      ],
+);
 const cpu = process.cpuUsage(cpuStart);
 agent.destroy();
 const result: AbuserResult = {

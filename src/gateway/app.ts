@@ -9,6 +9,7 @@ import { createKeyRecords } from './auth/key-records.js';
 import { createDependencyChecks } from './health/checks.js';
 import { healthRoutes } from './health/routes.js';
 import { accessLog } from './http/access-log.js';
+import { closeWhenBodyUnread } from './http/body.js';
 import { errorHandler } from './http/error-handler.js';
 import { requestContext } from './http/request-context.js';
 import { traceRequests } from './http/trace-requests.js';
@@ -101,13 +102,18 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
-    uploadQuota: createUploadQuota(deps.config.uploadBytesPerSecond, largestBody(routes, deps.config.bodyLimitBytes)),
+    uploadQuota: createUploadQuota({
+      clientBytesPerSecond: deps.config.uploadBytesPerSecond,
+      tenantBytesPerSecond: deps.config.uploadBytesPerSecondPerTenant,
+      largestBodyBytes: largestBody(routes, deps.config.bodyLimitBytes),
+    }),
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });
   app.use(requestContext());
   app.use(traceRequests()); // outside the access log, so its line carries the trace id
   app.use(accessLog(deps.logger, deps.metrics));
+  app.use(closeWhenBodyUnread());
   app.use(errorHandler(deps.logger));
   app.use(router.routes());
   app.use(router.allowedMethods());

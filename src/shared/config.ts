@@ -65,6 +65,7 @@ const configSchema = z
     BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
     BODY_READ_TIMEOUT_MS: int(30_000, 100, 600_000),
     UPLOAD_BYTES_PER_SECOND: int(4 * 1024 * 1024, uploadQuotaBounds.min, uploadQuotaBounds.max),
+    UPLOAD_BYTES_PER_SECOND_PER_TENANT: int(8 * 1024 * 1024, uploadQuotaBounds.min, uploadQuotaBounds.max),
     IN_FLIGHT_CLIENT_SHARE_PERCENT: int(50, 1, 100),
     HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
     SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
@@ -167,6 +168,8 @@ export type Config = {
   bodyReadTimeoutMs: number;
   /** Body bytes per second one client may send to one gateway replica (rate-limit/upload-quota.ts). */
   uploadBytesPerSecond: number;
+  /** The same for all of one tenant's clients together. */
+  uploadBytesPerSecondPerTenant: number;
   /** Share of an operation's in-flight slots one Integration Client may hold. */
   inFlightClientSharePercent: number;
   healthCheckTimeoutMs: number;
@@ -333,6 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     bodyReadTimeoutMs: c.BODY_READ_TIMEOUT_MS,
     uploadBytesPerSecond: c.UPLOAD_BYTES_PER_SECOND,
+    uploadBytesPerSecondPerTenant: c.UPLOAD_BYTES_PER_SECOND_PER_TENANT,
     inFlightClientSharePercent: c.IN_FLIGHT_CLIENT_SHARE_PERCENT,
     healthCheckTimeoutMs: c.HEALTH_CHECK_TIMEOUT_MS,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,

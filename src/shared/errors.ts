@@ -99,8 +99,9 @@ export const errorCatalogue = {
   upload_quota_exceeded: {
     kind: 'rate_limited',
     description:
-      'The Integration Client sent more body bytes than its upload quota (UPLOAD_BYTES_PER_SECOND per gateway replica); ' +
-      'the body was not read. Retry after Retry-After seconds.',
+      'The Integration Client (details.quota client) or its tenant (tenant) sent more body bytes than its upload ' +
+      'quota (UPLOAD_BYTES_PER_SECOND, UPLOAD_BYTES_PER_SECOND_PER_TENANT per gateway replica); the rest of the body ' +
+      'was not read and the connection is closed. Retry after Retry-After seconds.',
   },
   service_unavailable: {
     kind: 'unavailable',

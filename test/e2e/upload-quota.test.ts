@@ -112,12 +112,12 @@ describe('the upload quota', () => {
     });
   });
 
-  it('counts a chunked body as it is read and refuses the next', async () => {
+  it('counts chunked bodies as they arrive and refuses once the window is spent', async () => {
     const client = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
     const text = JSON.stringify({ sourceSystem: 'quota', targets: makeTargets(260, 'c') });
     expect(text.length).toBeGreaterThan(80 * 1024); // most of a window
     expect(text.length).toBeLessThan(96 * 1024);
-    // A stream body is sent chunked (no Content-Length): charged once it has been read.
+    // A stream body is sent chunked (no Content-Length): charged chunk by chunk as it arrives.
     const chunked = (payload: string) =>
       fetch(new URL(batchPath, suite.gateway.url), {
         method: 'POST',
@@ -125,8 +125,8 @@ describe('the upload quota', () => {
         body: new Blob([payload]).stream(),
         duplex: 'half',
       } as RequestInit);
-    // Its length is unknown until read, so a body is let in while the window has room; once the
-    // window is spent, the next is refused.
+    // Its length is unknown until read: a body is let in while its chunks fit the window, and
+    // cut off with 429 at the first that does not (refused-bodies.test.ts: unread past it).
     const answers = await untilRefused(async () => {
       const res = await chunked(text);
       return { status: res.status, code: ((await res.json()) as { error?: { code: string } }).error?.code };

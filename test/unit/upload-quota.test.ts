@@ -33,7 +33,12 @@ describe('uploadWindow', () => {
 });
 
 describe('createUploadQuota', () => {
-  const quota = () => createUploadQuota(1000, 3000); // 3 s windows of 3000 bytes
+  // Client windows of 3 s and 3000 bytes; tenant windows of 2 s and 4000 bytes.
+  const settings = { clientBytesPerSecond: 1000, tenantBytesPerSecond: 2000, largestBodyBytes: 3000 };
+  const quota = () => {
+    const of = createUploadQuota(settings);
+    return (client: string, bytesPerSecond?: number | null) => of({ client, bytesPerSecond });
+  };
 
   it('takes bodies until the window is spent, then refuses with the documented error', async () => {
     const forClient = quota();
@@ -43,7 +48,7 @@ describe('createUploadQuota', () => {
     const err = await refusal(a.charge(1));
     expect(err.code).toBe('upload_quota_exceeded');
     expect(err.kind).toBe('rate_limited');
-    expect(err.details).toMatchObject({ bytesPerSecond: 1000, windowBytes: 3000, windowSeconds: 3 });
+    expect(err.details).toMatchObject({ quota: 'client', bytesPerSecond: 1000, windowBytes: 3000, windowSeconds: 3 });
     expect(err.retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(err.retryAfterSeconds).toBeLessThanOrEqual(3);
     // Every client has its own.
@@ -58,14 +63,12 @@ describe('createUploadQuota', () => {
     await refusal(a.charge(1));
   });
 
-  it('lets a body of unknown length in while the window has room, and counts it once read', async () => {
+  it('takes a body of unknown length chunk by chunk, refusing the chunk that does not fit', async () => {
     const a = quota()('a');
-    await a.check();
-    await a.record(2999);
-    await a.check(); // one byte left: room
-    await a.record(5000); // a chunked body may go past
-    expect((await refusal(a.check())).code).toBe('upload_quota_exceeded');
-    expect((await refusal(a.charge(0))).code).toBe('upload_quota_exceeded');
+    await a.charge(1024);
+    await a.charge(1024);
+    expect((await refusal(a.charge(1024))).code).toBe('upload_quota_exceeded');
+    await a.charge(952); // what is left still takes a smaller chunk
   });
 
   it('holds a client with a quota of its own to that one', async () => {
@@ -77,5 +80,19 @@ describe('createUploadQuota', () => {
     // The default still applies to the others, and to the same client without its own.
     await forClient('other').charge(3000);
     expect((await refusal(forClient('other', null).charge(1))).details).toMatchObject({ windowSeconds: 3 });
+  });
+
+  it('holds the clients of one tenant to the tenant quota together, counting a refused body in neither', async () => {
+    const of = createUploadQuota(settings);
+    const [a, b, c] = ['a', 'b', 'c'].map((client) => of({ client, tenant: 't' }));
+    await a!.charge(2500);
+    await b!.charge(1000);
+    const err = await refusal(c!.charge(1000)); // c's own window has room; the tenant's has 500
+    expect(err.details).toMatchObject({ quota: 'tenant', bytesPerSecond: 2000, windowBytes: 4000, windowSeconds: 2 });
+    await c!.charge(500);
+    await refusal(b!.charge(1));
+    // Another tenant's client is not held by it, nor is c's own quota spent by the refusal.
+    await of({ client: 'd', tenant: 'u' }).charge(3000);
+    await of({ client: 'c' }).charge(2500);
   });
 });

@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { AppError } from '../../shared/errors.js';
 import { findUnstorableText } from '../../shared/text/storable.js';
@@ -8,12 +8,8 @@ export const acceptedRequestMediaTypes = ['application/json', 'text/json', 'appl
 /** Taken only by routes that list it in requestMediaTypes (the OAuth token endpoint). */
 export const formMediaType = 'application/x-www-form-urlencoded';
 
-/** A client's share of body bytes (rate-limit/upload-quota.ts): each method throws 429 when spent. */
-export type BodyQuota = {
-  charge(bytes: number): Promise<void>;
-  record(bytes: number): Promise<void>;
-  check(): Promise<void>;
-};
+/** A client's share of body bytes (rate-limit/upload-quota.ts): charge throws 429 when `bytes` do not fit. */
+export type BodyQuota = { charge(bytes: number): Promise<void> };
 
 /** What a body may be: at most limitBytes (413), arriving within deadlineMs (408), within quota (429). */
 export type BodyLimits = { limitBytes: number; deadlineMs: number; quota?: BodyQuota };
@@ -23,22 +19,51 @@ function hasBody(ctx: Context): boolean {
   return ctx.get('transfer-encoding') !== '' || (length !== '' && length !== '0');
 }
 
+/**
+ * Refusing costs nothing: a request answered before its body was read to the end (refused, or a
+ * route that takes none) is answered with Connection: close, so Node closes the connection once
+ * the answer is sent instead of reading and discarding the rest of the body.
+ */
+export const closeWhenBodyUnread = (): Middleware => async (ctx, next) => {
+  try {
+    await next();
+  } finally {
+    if (hasBody(ctx) && !ctx.req.readableEnded) ctx.set('Connection', 'close');
+  }
+};
+
+const tooLarge = (limitBytes: number) =>
+  new AppError('payload_too_large', `The body exceeds the limit of ${limitBytes} bytes.`, null, { limitBytes });
+
 /** The whole body as bytes, within its limits (413 / 408 / 429 beyond). */
 async function readBytes(ctx: Context, { limitBytes, deadlineMs, quota }: BodyLimits): Promise<Buffer> {
   // Charged before reading, so a client past its quota costs no parsing; a length past the
-  // limit is not charged, as it is answered 413 unread.
+  // limit is not charged, as it is answered 413 unread. A body of unknown length is charged as
+  // it arrives.
   const declared = ctx.get('transfer-encoding') === '' ? Number(ctx.get('content-length')) : NaN;
-  if (Number.isInteger(declared)) {
-    if (declared <= limitBytes) await quota?.charge(declared);
-  } else {
-    await quota?.check();
-  }
-  const bytes = await readWithin(ctx, limitBytes, deadlineMs);
-  if (!Number.isInteger(declared)) await quota?.record(bytes.length);
-  return bytes;
+  if (!Number.isInteger(declared)) return readWithin(ctx, deadlineMs, readCounted(ctx, limitBytes, quota));
+  if (declared <= limitBytes) await quota?.charge(declared);
+  return readWithin(ctx, deadlineMs, getRawBody(ctx.req, { limit: limitBytes, length: declared }));
 }
 
-async function readWithin(ctx: Context, limitBytes: number, deadlineMs: number): Promise<Buffer> {
+/**
+ * A body without Content-Length, charged to the quota chunk by chunk before the next is read, so
+ * it is cut off at the first chunk past the size limit (413) or past the quota (429). The
+ * request is not destroyed on the way out: its answer is still to be sent.
+ */
+async function readCounted(ctx: Context, limitBytes: number, quota: BodyQuota | undefined): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of ctx.req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > limitBytes) throw tooLarge(limitBytes);
+    await quota?.charge(chunk.length);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, length);
+}
+
+async function readWithin(ctx: Context, deadlineMs: number, reading: Promise<Buffer>): Promise<Buffer> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
@@ -53,18 +78,11 @@ async function readWithin(ctx: Context, limitBytes: number, deadlineMs: number):
     }, deadlineMs);
   });
   try {
-    return await Promise.race([
-      getRawBody(ctx.req, { limit: limitBytes, length: ctx.get('content-length') || undefined }),
-      deadline,
-    ]);
+    return await Promise.race([reading, deadline]);
   } catch (err) {
     if (err instanceof AppError) throw err;
-    const e = err as { type?: string; status?: number };
-    if (e.type === 'entity.too.large' || e.status === 413) {
-      throw new AppError('payload_too_large', `The body exceeds the limit of ${limitBytes} bytes.`, null, {
-        limitBytes,
-      });
-    }
+    const e = err as { type?: string; status?: number; limit?: number };
+    if (e.type === 'entity.too.large' || e.status === 413) throw tooLarge(e.limit!);
     throw new AppError('invalid_json', 'The body could not be read completely.');
   } finally {
     clearTimeout(timer);

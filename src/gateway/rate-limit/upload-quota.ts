@@ -5,9 +5,9 @@ import type { RouteDefinition } from '../routes/route-definition.js';
 
 // The request rate limit counts requests, but a request's cost is its body: one client sending
 // 16 MiB batches back to back within its request limit keeps a gateway's cores busy parsing,
-// producing and applying its data, and every other tenant waits (issue 12). So each client also
-// has a quota of body bytes, charged before the body is read: from Content-Length, or as read for
-// a chunked body. Counted per gateway replica, in memory: it shares out a replica's own CPU, and
+// producing and applying its data, and every other tenant waits (issue 12). So each client, and
+// each tenant for all its clients together (issue 24), also has a quota of body bytes, charged before the body is read: from Content-Length, or chunk by
+// chunk as a body of unknown length arrives. Counted per gateway replica, in memory: it shares out a replica's own CPU, and
 // needs no round trip. A window holds at least the largest body a route takes, so every body
 // the size limits allow can pass; a client past its quota is answered 429 before its body is
 // parsed.
@@ -15,14 +15,16 @@ import type { RouteDefinition } from '../routes/route-definition.js';
 /** Sustained body bytes per second one client may send to one replica, counted in windows. */
 export type UploadWindow = { bytesPerSecond: number; windowSeconds: number; windowBytes: number };
 
+/** Who sends a body: an Integration Client (its own quota, or null) and its tenant, or an address. */
+export type Uploader = { client: string; tenant?: string | null; bytesPerSecond?: number | null };
+
 /**
- * A client's quota (an Integration Client id, or an address when unauthenticated), at its own
- * bytesPerSecond (admin CLI `client upload-quota`) or the gateway's default. charge throws 429
- * when `bytes` more would take it past the window's bytes; record counts bytes already read (a
- * chunked body), refusing its next bodies if it went past; check throws 429 when it is past
- * already (before a body of unknown length).
+ * The quota a body is charged to: its client's (an Integration Client id, or an address when
+ * unauthenticated), at the client's own bytesPerSecond (admin CLI `client upload-quota`) or the
+ * gateway's default, and its tenant's, shared by all of the tenant's clients. charge throws 429
+ * when `bytes` more would take either past its window's bytes, and counts them in neither.
  */
-export type UploadQuota = (client: string, bytesPerSecond?: number | null) => BodyQuota;
+export type UploadQuota = (uploader: Uploader) => BodyQuota;
 
 /** The largest body any of routes takes (a window must hold it). */
 export const largestBody = (
@@ -36,7 +38,14 @@ export function uploadWindow(bytesPerSecond: number, largestBodyBytes: number): 
   return { bytesPerSecond, windowSeconds, windowBytes: bytesPerSecond * windowSeconds };
 }
 
-export function createUploadQuota(defaultBytesPerSecond: number, largestBodyBytes: number): UploadQuota {
+export type UploadQuotaSettings = {
+  clientBytesPerSecond: number;
+  tenantBytesPerSecond: number;
+  largestBodyBytes: number;
+};
+
+/** One kind of quota (client or tenant): a window per distinct bytesPerSecond, counted per key. */
+function quotaKind(scope: 'client' | 'tenant', largestBodyBytes: number) {
   // rate-limiter-flexible fixes points and duration per instance: one per distinct quota.
   const limiters = new Map<number, { window: UploadWindow; limiter: RateLimiterMemory }>();
   const limiterFor = (bytesPerSecond: number) => {
@@ -44,7 +53,7 @@ export function createUploadQuota(defaultBytesPerSecond: number, largestBodyByte
     if (!entry) {
       const window = uploadWindow(bytesPerSecond, largestBodyBytes);
       const limiter = new RateLimiterMemory({
-        keyPrefix: `upload-${bytesPerSecond}`,
+        keyPrefix: `upload-${scope}-${bytesPerSecond}`,
         points: window.windowBytes,
         duration: window.windowSeconds,
       });
@@ -53,40 +62,54 @@ export function createUploadQuota(defaultBytesPerSecond: number, largestBodyByte
     }
     return entry;
   };
+  return {
+    /** Counts bytes for key, or throws 429 (counting nothing) when they do not fit. */
+    async take(key: string, bytesPerSecond: number, bytes: number): Promise<void> {
+      const { window, limiter } = limiterFor(bytesPerSecond);
+      try {
+        await limiter.consume(key, bytes);
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) throw err;
+        // A refused body does not count: the client may send it once the window has room.
+        await limiter.reward(key, bytes);
+        throw refusal(scope, window, err.msBeforeNext);
+      }
+    },
+    async giveBack(key: string, bytesPerSecond: number, bytes: number): Promise<void> {
+      await limiterFor(bytesPerSecond).limiter.reward(key, bytes);
+    },
+  };
+}
 
-  return (client, bytesPerSecond) => {
-    const { window, limiter } = limiterFor(bytesPerSecond ?? defaultBytesPerSecond);
-    const { windowBytes, windowSeconds } = window;
-    const refused = (msBeforeNext: number) => {
-      const retryAfterSeconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
-      return new AppError(
-        'upload_quota_exceeded',
-        `Upload quota of ${windowBytes} body bytes per ${windowSeconds} s exceeded; retry after ${retryAfterSeconds} s.`,
-        null,
-        { bytesPerSecond: window.bytesPerSecond, windowBytes, windowSeconds, retryAfterSeconds },
-        retryAfterSeconds,
-      );
-    };
-    const check = async () => {
-      const seen = await limiter.get(client);
-      if (seen && seen.consumedPoints >= windowBytes) throw refused(seen.msBeforeNext);
-    };
+function refusal(scope: 'client' | 'tenant', window: UploadWindow, msBeforeNext: number): AppError {
+  const { bytesPerSecond, windowBytes, windowSeconds } = window;
+  const retryAfterSeconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
+  return new AppError(
+    'upload_quota_exceeded',
+    `Upload quota${scope === 'tenant' ? " of the client's tenant" : ''} of ${windowBytes} body bytes per ${windowSeconds} s exceeded; retry after ${retryAfterSeconds} s.`,
+    null,
+    { quota: scope, bytesPerSecond, windowBytes, windowSeconds, retryAfterSeconds },
+    retryAfterSeconds,
+  );
+}
+
+export function createUploadQuota(settings: UploadQuotaSettings): UploadQuota {
+  const clients = quotaKind('client', settings.largestBodyBytes);
+  const tenants = quotaKind('tenant', settings.largestBodyBytes);
+  return ({ client, tenant, bytesPerSecond }) => {
+    const own = bytesPerSecond ?? settings.clientBytesPerSecond;
     return {
       async charge(bytes) {
-        if (bytes <= 0) return check();
+        if (bytes <= 0) return;
+        await clients.take(client, own, bytes);
+        if (!tenant) return;
         try {
-          await limiter.consume(client, bytes);
+          await tenants.take(tenant, settings.tenantBytesPerSecond, bytes);
         } catch (err) {
-          if (!(err instanceof RateLimiterRes)) throw err;
-          // A refused body does not count: the client may send it once the window has room.
-          await limiter.reward(client, bytes);
-          throw refused(err.msBeforeNext);
+          await clients.giveBack(client, own, bytes);
+          throw err;
         }
       },
-      async record(bytes) {
-        if (bytes > 0) await limiter.penalty(client, bytes);
-      },
-      check,
     };
   };
 }

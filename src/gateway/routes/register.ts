@@ -121,7 +121,11 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     const limits = () => ({
       limitBytes: route.bodyLimitBytes ?? deps.bodyLimitBytes,
       deadlineMs: deps.bodyReadTimeoutMs,
-      quota: deps.uploadQuota(ctx.state.client?.clientId ?? ctx.ip, ctx.state.client?.uploadBytesPerSecond),
+      quota: deps.uploadQuota({
+        client: ctx.state.client?.clientId ?? ctx.ip,
+        tenant: ctx.state.client?.tenantId,
+        bytesPerSecond: ctx.state.client?.uploadBytesPerSecond,
+      }),
     });
     if (route.parseRawBody) {
       body = await route.parseRawBody(await readRawBody(ctx, limits()));
