@@ -102,11 +102,14 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
-    uploadQuota: createUploadQuota({
-      clientBytesPerSecond: deps.config.uploadBytesPerSecond,
-      tenantBytesPerSecond: deps.config.uploadBytesPerSecondPerTenant,
-      largestBodyBytes: largestBody(routes, deps.config.bodyLimitBytes),
-    }),
+    uploadQuota: createUploadQuota(
+      {
+        clientBytesPerSecond: deps.config.uploadBytesPerSecond,
+        tenantBytesPerSecond: deps.config.uploadBytesPerSecondPerTenant,
+        largestBodyBytes: largestBody(routes, deps.config.bodyLimitBytes),
+      },
+      deps.pool,
+    ),
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });
