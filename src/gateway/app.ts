@@ -73,6 +73,7 @@ export function allRoutes(
           bodyLimitBytes: deps.config.bodyLimitBytes,
           bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
           inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
+          inFlightTenantSharePercent: deps.config.inFlightTenantSharePercent,
           uploadWindow: uploadWindow(deps.config.uploadBytesPerSecond, largestBody(routes, deps.config.bodyLimitBytes)),
           topicPartitions: deps.config.kafkaTopicPartitions,
         })),
@@ -111,6 +112,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
       deps.pool,
     ),
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
+    inFlightTenantSharePercent: deps.config.inFlightTenantSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });
   app.use(requestContext());
