@@ -73,6 +73,7 @@ export function allRoutes(
           bodyLimitBytes: deps.config.bodyLimitBytes,
           bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
           inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
+          inFlightTenantSharePercent: deps.config.inFlightTenantSharePercent,
           uploadWindow: uploadWindow(deps.config.uploadBytesPerSecond, largestBody(routes, deps.config.bodyLimitBytes)),
           topicPartitions: deps.config.kafkaTopicPartitions,
         })),
@@ -102,12 +103,16 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
-    uploadQuota: createUploadQuota({
-      clientBytesPerSecond: deps.config.uploadBytesPerSecond,
-      tenantBytesPerSecond: deps.config.uploadBytesPerSecondPerTenant,
-      largestBodyBytes: largestBody(routes, deps.config.bodyLimitBytes),
-    }),
+    uploadQuota: createUploadQuota(
+      {
+        clientBytesPerSecond: deps.config.uploadBytesPerSecond,
+        tenantBytesPerSecond: deps.config.uploadBytesPerSecondPerTenant,
+        largestBodyBytes: largestBody(routes, deps.config.bodyLimitBytes),
+      },
+      deps.pool,
+    ),
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
+    inFlightTenantSharePercent: deps.config.inFlightTenantSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });
   app.use(requestContext());

@@ -67,6 +67,7 @@ const configSchema = z
     UPLOAD_BYTES_PER_SECOND: int(4 * 1024 * 1024, uploadQuotaBounds.min, uploadQuotaBounds.max),
     UPLOAD_BYTES_PER_SECOND_PER_TENANT: int(8 * 1024 * 1024, uploadQuotaBounds.min, uploadQuotaBounds.max),
     IN_FLIGHT_CLIENT_SHARE_PERCENT: int(50, 1, 100),
+    IN_FLIGHT_TENANT_SHARE_PERCENT: int(50, 1, 100),
     HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
     SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
     INBOUND_BATCH_MAX_TARGETS: int(10_000, 1, 1_000_000),
@@ -172,6 +173,8 @@ export type Config = {
   uploadBytesPerSecondPerTenant: number;
   /** Share of an operation's in-flight slots one Integration Client may hold. */
   inFlightClientSharePercent: number;
+  /** The same for all of one tenant's Integration Clients together. */
+  inFlightTenantSharePercent: number;
   healthCheckTimeoutMs: number;
   shutdownTimeoutMs: number;
   inboundBatchMaxTargets: number;
@@ -338,6 +341,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploadBytesPerSecond: c.UPLOAD_BYTES_PER_SECOND,
     uploadBytesPerSecondPerTenant: c.UPLOAD_BYTES_PER_SECOND_PER_TENANT,
     inFlightClientSharePercent: c.IN_FLIGHT_CLIENT_SHARE_PERCENT,
+    inFlightTenantSharePercent: c.IN_FLIGHT_TENANT_SHARE_PERCENT,
     healthCheckTimeoutMs: c.HEALTH_CHECK_TIMEOUT_MS,
     shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
     inboundBatchMaxTargets: c.INBOUND_BATCH_MAX_TARGETS,

@@ -100,7 +100,7 @@ export const errorCatalogue = {
     kind: 'rate_limited',
     description:
       'The Integration Client (details.quota client) or its tenant (tenant) sent more body bytes than its upload ' +
-      'quota (UPLOAD_BYTES_PER_SECOND, UPLOAD_BYTES_PER_SECOND_PER_TENANT per gateway replica); the rest of the body ' +
+      'quota (UPLOAD_BYTES_PER_SECOND, UPLOAD_BYTES_PER_SECOND_PER_TENANT, across all gateway replicas); the rest of the body ' +
       'was not read and the connection is closed. Retry after Retry-After seconds.',
   },
   service_unavailable: {
@@ -110,7 +110,8 @@ export const errorCatalogue = {
   service_busy: {
     kind: 'unavailable',
     description:
-      'The gateway has no capacity for this request now (every in-flight slot or write connection is in use) while ' +
+      'The gateway has no capacity for this request now (every in-flight slot or write connection is in use, or the ' +
+      "client's or its tenant's share of the slots) while " +
       'its dependencies answer; nothing was accepted. Retry after Retry-After seconds.',
   },
   internal_error: { kind: 'internal', description: 'An unexpected error; it is logged with the request id.' },

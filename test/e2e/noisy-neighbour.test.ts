@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { bearer, createClientWithKey } from '../support/fixtures.js';
+import { demo } from '../../src/admin/commands/demo.js';
+import { admin, bearer, type Demo } from '../support/fixtures.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
 
 // One client sends the worst it may (largest batches, as many as its share allows; bodies that
-// trickle; deeply nested and very wide bodies) while another client works as usual. The other
+// trickle; deeply nested and very wide bodies) while a client of another tenant works as usual. The other
 // client's requests all succeed (no 503 from slots the abuser holds), the abuser is held to its
 // upload quota (429 once it has sent its bytes) and /livez keeps answering;
 // the latencies are printed (figures, not assertions: this machine is shared; and the gateway runs
@@ -28,8 +29,9 @@ describe('a noisy neighbour', () => {
   it('cannot take the other clients’ slots or stall the event loop', async () => {
     const url = (path: string) => new URL(path, suite.gateway.url);
     const abuser = bearer(suite.demo.clients.all!.apiKey);
-    const other = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
-    const victim = bearer(other.apiKey);
+    // The victim is a client of another tenant: a tenant's own clients share its in-flight share.
+    const other = (await admin(suite.pool, demo, ['--name', 'victim'])) as Demo;
+    const victim = bearer(other.clients.all!.apiKey);
     let n = 0;
     const victimRound = async () => [
       await timed(() => fetch(url('/livez'))),

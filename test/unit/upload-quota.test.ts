@@ -36,7 +36,7 @@ describe('createUploadQuota', () => {
   // Client windows of 3 s and 3000 bytes; tenant windows of 2 s and 4000 bytes.
   const settings = { clientBytesPerSecond: 1000, tenantBytesPerSecond: 2000, largestBodyBytes: 3000 };
   const quota = () => {
-    const of = createUploadQuota(settings);
+    const of = createUploadQuota(settings, null);
     return (client: string, bytesPerSecond?: number | null) => of({ client, bytesPerSecond });
   };
 
@@ -83,7 +83,7 @@ describe('createUploadQuota', () => {
   });
 
   it('holds the clients of one tenant to the tenant quota together, counting a refused body in neither', async () => {
-    const of = createUploadQuota(settings);
+    const of = createUploadQuota(settings, null);
     const [a, b, c] = ['a', 'b', 'c'].map((client) => of({ client, tenant: 't' }));
     await a!.charge(2500);
     await b!.charge(1000);

@@ -62,7 +62,7 @@ export const clientUploadQuota: Command<{ clientId: string; bytesPerSecond: numb
   name: 'client upload-quota',
   synopsis: '--client <clientId> (--bytes-per-second <n> | --default)',
   summary:
-    'Set the body bytes per second a client may send to each gateway replica, or --default for UPLOAD_BYTES_PER_SECOND.',
+    'Set the body bytes per second a client may send to all gateway replicas together, or --default for UPLOAD_BYTES_PER_SECOND.',
   parse(args) {
     const v = parseOptions(args, {
       client: { type: 'string' },

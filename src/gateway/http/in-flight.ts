@@ -1,31 +1,39 @@
+/** Who holds a slot: an Integration Client (or an address when unauthenticated) and its tenant, if any. */
+export type SlotHolder = { client: string; tenant?: string | null };
+
 /**
- * In-flight slots per operation group, shared fairly: a group has `max` slots, and one client
- * (Integration Client, or address when unauthenticated) holds at most sharePercent of them (at
- * least one), so a single client can never take them all.
+ * In-flight slots per operation group, shared fairly: a group has `max` slots; one client
+ * (Integration Client, or address when unauthenticated) holds at most clientSharePercent of them,
+ * and all of one tenant's clients together at most tenantSharePercent (each at least one), so
+ * neither a client nor a tenant with many clients can take them all.
  */
 export class InFlightSlots {
-  private readonly total = new Map<string, number>();
-  private readonly perClient = new Map<string, number>();
+  private readonly held = new Map<string, number>();
 
-  constructor(private readonly sharePercent: number) {}
+  constructor(
+    private readonly clientSharePercent: number,
+    private readonly tenantSharePercent: number,
+  ) {}
 
-  /** A release function, or false when the group or this client's share is full. */
-  take(group: string, client: string, max: number): (() => void) | false {
-    const clientKey = `${group}\u0000${client}`;
-    const clientMax = Math.max(1, Math.floor((max * this.sharePercent) / 100));
-    const total = this.total.get(group) ?? 0;
-    const mine = this.perClient.get(clientKey) ?? 0;
-    if (total >= max || mine >= clientMax) return false;
-    this.total.set(group, total + 1);
-    this.perClient.set(clientKey, mine + 1);
+  /** A release function, or false when the group, this client's share or its tenant's is full. */
+  take(group: string, { client, tenant }: SlotHolder, max: number): (() => void) | false {
+    const share = (percent: number) => Math.max(1, Math.floor((max * percent) / 100));
+    const counts: [string, number][] = [
+      [group, max],
+      [`${group}\u0000client\u0000${client}`, share(this.clientSharePercent)],
+    ];
+    if (tenant) counts.push([`${group}\u0000tenant\u0000${tenant}`, share(this.tenantSharePercent)]);
+    if (counts.some(([key, limit]) => (this.held.get(key) ?? 0) >= limit)) return false;
+    for (const [key] of counts) this.held.set(key, (this.held.get(key) ?? 0) + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.total.set(group, this.total.get(group)! - 1);
-      const left = this.perClient.get(clientKey)! - 1;
-      if (left === 0) this.perClient.delete(clientKey);
-      else this.perClient.set(clientKey, left);
+      for (const [key] of counts) {
+        const left = this.held.get(key)! - 1;
+        if (left === 0) this.held.delete(key);
+        else this.held.set(key, left);
+      }
     };
   }
 }

@@ -21,6 +21,7 @@ export type DocumentLimits = {
   bodyLimitBytes: number;
   bodyReadTimeoutMs: number;
   inFlightClientSharePercent: number;
+  inFlightTenantSharePercent: number;
   uploadWindow: UploadWindow;
   topicPartitions: number;
 };
@@ -194,18 +195,20 @@ function describeService(limits: DocumentLimits): string {
       `${defaultJsonShapeLimits.maxDepth} levels and at most ${defaultJsonShapeLimits.maxKeysPerObject} fields per ` +
       'object (400 validation_failed beyond). Strings and field names must be storable text: no NUL (\\u0000) and ' +
       'no unpaired UTF-16 surrogate (400; in a batch, that target alone is rejected).',
-    `- Upload quota per Integration Client: ${limits.uploadWindow.bytesPerSecond} body bytes per second on each gateway ` +
-      `replica by default (configurable per client), counted in windows of ${limits.uploadWindow.windowSeconds} s ` +
+    `- Upload quota per Integration Client: ${limits.uploadWindow.bytesPerSecond} body bytes per second by default ` +
+      `(configurable per client), counted in windows of ${limits.uploadWindow.windowSeconds} s ` +
       `(${limits.uploadWindow.windowBytes} bytes, room for the largest body; a 429's details give a client's own), ` +
       "and all of a tenant's clients together a tenant quota (UPLOAD_BYTES_PER_SECOND_PER_TENANT; details.quota " +
       'says which). A body is charged before it is read (from Content-Length; a chunked body chunk by chunk as it ' +
       'arrives, cut off past the quota); one that does not fit is answered 429 upload_quota_exceeded with ' +
-      'Retry-After, unread.',
+      'Retry-After, unread. Quotas are shared by all gateway replicas, leased in blocks of a twentieth of a window: ' +
+      'a client or tenant spread over several replicas may be refused a little before its quota (never admitted beyond it).',
     '- A request answered before its body was read to the end (401, 403, 408, 413, 415, 429) gets Connection: ' +
       'close and its connection is closed once the answer is sent: the rest of the body is not read.',
-    `- Operations with an in-flight limit (inbound, route suggestions) count requests whose body has arrived; one ` +
-      `Integration Client holds at most ${limits.inFlightClientSharePercent}% of the slots (at least one); beyond, 503 ` +
-      'service_busy with Retry-After.',
+    `- Operations with an in-flight limit (inbound, route suggestions) count requests whose body has arrived, per ` +
+      `gateway replica; one Integration Client holds at most ${limits.inFlightClientSharePercent}% of the slots, and ` +
+      `all of a tenant's clients together at most ${limits.inFlightTenantSharePercent}% (each at least one); beyond, ` +
+      '503 service_busy with Retry-After.',
     '',
     '## Media types',
     'Requests: application/json, text/json or application/*+json (else 415). Responses: application/json by default; ' +

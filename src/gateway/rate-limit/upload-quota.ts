@@ -1,18 +1,21 @@
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Pool } from '../../shared/db/pool.js';
 import { AppError } from '../../shared/errors.js';
 import type { BodyQuota } from '../http/body.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
+import { createLeasedCounter } from './leased-counter.js';
 
 // The request rate limit counts requests, but a request's cost is its body: one client sending
 // 16 MiB batches back to back within its request limit keeps a gateway's cores busy parsing,
 // producing and applying its data, and every other tenant waits (issue 12). So each client, and
-// each tenant for all its clients together (issue 24), also has a quota of body bytes, charged before the body is read: from Content-Length, or chunk by
-// chunk as a body of unknown length arrives. Counted per gateway replica, in memory: it shares out a replica's own CPU, and
-// needs no round trip. A window holds at least the largest body a route takes, so every body
-// the size limits allow can pass; a client past its quota is answered 429 before its body is
-// parsed.
+// each tenant for all its clients together (issue 24), also has a quota of body bytes, charged
+// before the body is read: from Content-Length, or chunk by chunk as a body of unknown length
+// arrives. Counted across gateway replicas in leases of a twentieth of the window
+// (leased-counter.ts, with its error bound), so spreading requests over replicas gains nothing
+// and most bodies cost no database round trip. A window holds at least the largest body a route
+// takes, so every body the size limits allow can pass; a client past its quota is answered 429
+// before its body is read.
 
-/** Sustained body bytes per second one client may send to one replica, counted in windows. */
+/** Sustained body bytes per second one client (or tenant) may send to all replicas, counted in windows. */
 export type UploadWindow = { bytesPerSecond: number; windowSeconds: number; windowBytes: number };
 
 /** Who sends a body: an Integration Client (its own quota, or null) and its tenant, or an address. */
@@ -44,39 +47,25 @@ export type UploadQuotaSettings = {
   largestBodyBytes: number;
 };
 
-/** One kind of quota (client or tenant): a window per distinct bytesPerSecond, counted per key. */
-function quotaKind(scope: 'client' | 'tenant', largestBodyBytes: number) {
-  // rate-limiter-flexible fixes points and duration per instance: one per distinct quota.
-  const limiters = new Map<number, { window: UploadWindow; limiter: RateLimiterMemory }>();
-  const limiterFor = (bytesPerSecond: number) => {
-    let entry = limiters.get(bytesPerSecond);
-    if (!entry) {
-      const window = uploadWindow(bytesPerSecond, largestBodyBytes);
-      const limiter = new RateLimiterMemory({
-        keyPrefix: `upload-${scope}-${bytesPerSecond}`,
-        points: window.windowBytes,
-        duration: window.windowSeconds,
-      });
-      entry = { window, limiter };
-      limiters.set(bytesPerSecond, entry);
-    }
-    return entry;
+/** One kind of quota (client or tenant), counted per key in windows of its bytesPerSecond. */
+function quotaKind(scope: 'client' | 'tenant', pool: Pool | null, largestBodyBytes: number) {
+  const counter = createLeasedCounter(pool, `upload-${scope}`);
+  const windows = new Map<number, UploadWindow>();
+  const windowOf = (bytesPerSecond: number) => {
+    let window = windows.get(bytesPerSecond);
+    if (!window) windows.set(bytesPerSecond, (window = uploadWindow(bytesPerSecond, largestBodyBytes)));
+    return { window, counted: { points: window.windowBytes, seconds: window.windowSeconds } };
   };
   return {
     /** Counts bytes for key, or throws 429 (counting nothing) when they do not fit. */
     async take(key: string, bytesPerSecond: number, bytes: number): Promise<void> {
-      const { window, limiter } = limiterFor(bytesPerSecond);
-      try {
-        await limiter.consume(key, bytes);
-      } catch (err) {
-        if (!(err instanceof RateLimiterRes)) throw err;
-        // A refused body does not count: the client may send it once the window has room.
-        await limiter.reward(key, bytes);
-        throw refusal(scope, window, err.msBeforeNext);
-      }
+      const { window, counted } = windowOf(bytesPerSecond);
+      const { taken, msBeforeNext } = await counter.take(key, counted, bytes);
+      // A refused body does not count: the client may send it once the window has room.
+      if (!taken) throw refusal(scope, window, msBeforeNext);
     },
     async giveBack(key: string, bytesPerSecond: number, bytes: number): Promise<void> {
-      await limiterFor(bytesPerSecond).limiter.reward(key, bytes);
+      await counter.giveBack(key, windowOf(bytesPerSecond).counted, bytes);
     },
   };
 }
@@ -93,9 +82,10 @@ function refusal(scope: 'client' | 'tenant', window: UploadWindow, msBeforeNext:
   );
 }
 
-export function createUploadQuota(settings: UploadQuotaSettings): UploadQuota {
-  const clients = quotaKind('client', settings.largestBodyBytes);
-  const tenants = quotaKind('tenant', settings.largestBodyBytes);
+/** pool: where replicas share the counts (null: counted in this process only). */
+export function createUploadQuota(settings: UploadQuotaSettings, pool: Pool | null): UploadQuota {
+  const clients = quotaKind('client', pool, settings.largestBodyBytes);
+  const tenants = quotaKind('tenant', pool, settings.largestBodyBytes);
   return ({ client, tenant, bytesPerSecond }) => {
     const own = bytesPerSecond ?? settings.clientBytesPerSecond;
     return {

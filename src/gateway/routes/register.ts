@@ -28,6 +28,8 @@ export type PipelineDeps = {
   authFailuresPerMinute: number;
   /** Share of an operation's in-flight slots one client may hold (percent; at least one slot). */
   inFlightClientSharePercent: number;
+  /** The same for all of one tenant's clients together. */
+  inFlightTenantSharePercent: number;
 };
 
 const koaPath = (template: string) => template.replace(/\{(\w+)\}/g, ':$1');
@@ -54,7 +56,7 @@ function refuseUnstorable(values: Record<string, unknown>, root: string): void {
  */
 export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
-  const slots = new InFlightSlots(deps.inFlightClientSharePercent);
+  const slots = new InFlightSlots(deps.inFlightClientSharePercent, deps.inFlightTenantSharePercent);
   const failedAuth = createFailedAuthLimiter(deps.authFailuresPerMinute);
   for (const route of routes) {
     const scope = scopeOf(route.method, route.path);
@@ -100,7 +102,11 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       const release =
         route.maxInFlight === undefined
           ? null
-          : slots.take(group, ctx.state.client?.clientId ?? ctx.ip, route.maxInFlight);
+          : slots.take(
+              group,
+              { client: ctx.state.client?.clientId ?? ctx.ip, tenant: ctx.state.client?.tenantId },
+              route.maxInFlight,
+            );
       if (release === false) throw atCapacity();
       try {
         await handle(ctx, route, input);
