@@ -106,12 +106,13 @@ describe('route suggestions and the event loop', () => {
       const { result, latencies } = probed;
       // At most the time zone's validation on the gateway's thread: windows are converted in the worker.
       expect(made).toBeLessThanOrEqual(1);
-      const { p99 } = figures(`${maxTargets} targets × ${maxTimeWindows} windows (${result.status})`, latencies);
+      // Printed, not asserted (a duration on a shared machine): `npm run bench:routing` measures the
+      // event loop's delay while this draft runs (goal: /livez p99 under 50 ms).
+      figures(`${maxTargets} targets × ${maxTimeWindows} windows (${result.status})`, latencies);
       // Computed (200) or stopped by its budget (422): either way the loop stayed free.
       expect([200, 422], JSON.stringify(result.body).slice(0, 500)).toContain(result.status);
       if (result.status === 200) expect(result.body.summary.targets).toBe(maxTargets);
       else expect(result.body.error.code).toBe('computation_budget_exceeded');
-      expect(p99).toBeLessThan(scaled(50));
     },
     scaled(180_000),
   );
@@ -120,12 +121,13 @@ describe('route suggestions and the event loop', () => {
     'refuses a job over the target or window limit with 400 before any per-target work',
     async () => {
       const id = await jobWithWindowedTargets(maxTargets + 1);
-      const { result, latencies } = await probeLivez(postDraft(id));
-      const { p99 } = figures(`${maxTargets + 1} targets × ${maxTimeWindows} windows`, latencies);
+      const { result: probed, made } = await dateFormatsMadeDuring(() => probeLivez(postDraft(id)));
+      const { result, latencies } = probed;
+      figures(`${maxTargets + 1} targets × ${maxTimeWindows} windows`, latencies);
+      expect(made).toBe(0); // refused before any window was looked at
       expect(result.status).toBe(400);
       expect(result.body.error.code).toBe('validation_failed');
       expect(result.body.error.fieldErrors.targets[0]).toContain(`at most ${maxTargets}`);
-      expect(p99).toBeLessThan(scaled(50));
       // Windows per target are counted first too (the inbound path stores at most maxTimeWindows).
       const tooManyWindows = await postDraft(await jobWithWindowedTargets(2, maxTimeWindows + 1));
       expect(tooManyWindows.status).toBe(400);
