@@ -124,7 +124,7 @@ describe('route suggestions and the event loop', () => {
       const { result: probed, made } = await dateFormatsMadeDuring(() => probeLivez(postDraft(id)));
       const { result, latencies } = probed;
       figures(`${maxTargets + 1} targets × ${maxTimeWindows} windows`, latencies);
-      expect(made).toBe(0); // refused before any window was looked at
+      expect(made).toBeLessThanOrEqual(1); // the time zone's check only: no window was looked at
       expect(result.status).toBe(400);
       expect(result.body.error.code).toBe('validation_failed');
       expect(result.body.error.fieldErrors.targets[0]).toContain(`at most ${maxTargets}`);
