@@ -82,6 +82,17 @@ describe('createUploadQuota', () => {
     expect((await refusal(forClient('other', null).charge(1))).details).toMatchObject({ windowSeconds: 3 });
   });
 
+  it("lets a client whose own quota is above its tenant's use it in full (an operator raised it)", async () => {
+    const of = createUploadQuota(settings, null);
+    const raised = of({ client: 'erp', tenant: 't', bytesPerSecond: 10_000 });
+    await raised.charge(9000); // past the tenant's 4000 of a 2 s window
+    // Held to its own quota alone, it spends none of the tenant's: the others keep theirs.
+    const [a, b] = ['a', 'b'].map((client) => of({ client, tenant: 't' }));
+    await a!.charge(3000);
+    await b!.charge(1000);
+    expect((await refusal(b!.charge(1))).details).toMatchObject({ quota: 'tenant' });
+  });
+
   it('holds the clients of one tenant to the tenant quota together, counting a refused body in neither', async () => {
     const of = createUploadQuota(settings, null);
     const [a, b, c] = ['a', 'b', 'c'].map((client) => of({ client, tenant: 't' }));
