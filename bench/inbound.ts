@@ -133,6 +133,7 @@ const childEnv: NodeJS.ProcessEnv = {
   LOG_LEVEL: 'warn',
   // The bench measures the path's capacity: its one client is not held to a tenant's share.
   UPLOAD_BYTES_PER_SECOND: String(1024 * 1024 * 1024),
+  UPLOAD_BYTES_PER_SECOND_PER_TENANT: String(1024 * 1024 * 1024),
 };
 const cpuProfDir = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : '';
 const profArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [];

@@ -13,7 +13,11 @@ import { scaled } from '../support/time-scale.js';
 // in about a second on a quiet machine, before the first kill, and more chunks mean more places
 // for a kill to land.
 const suite = useGatewaySuite({
-  env: () => ({ UPLOAD_BYTES_PER_SECOND: String(1024 * 1024 * 1024), INBOUND_CHUNK_MAX_BYTES: '16384' }),
+  env: () => ({
+    UPLOAD_BYTES_PER_SECOND: String(1024 * 1024 * 1024),
+    UPLOAD_BYTES_PER_SECOND_PER_TENANT: String(1024 * 1024 * 1024),
+    INBOUND_CHUNK_MAX_BYTES: '16384',
+  }),
 });
 const total = 100_000;
 const perBatch = 10_000;

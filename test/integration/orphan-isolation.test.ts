@@ -33,6 +33,7 @@ const suite = useGatewaySuite({
     ORPHAN_GRACE_MS: String(graceMs),
     RATE_LIMIT_PER_MINUTE: '100000',
     UPLOAD_BYTES_PER_SECOND: String(1024 * 1024 * 1024),
+    UPLOAD_BYTES_PER_SECOND_PER_TENANT: String(1024 * 1024 * 1024),
     INBOUND_CHUNK_MAX_BYTES: '16384', // about 40 targets a chunk: several chunks per job
     WORKER_HTTP_HOST: '127.0.0.1',
     WORKER_HTTP_PORT: '0',

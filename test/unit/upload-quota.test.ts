@@ -82,7 +82,7 @@ describe('createUploadQuota', () => {
     expect((await refusal(forClient('other', null).charge(1))).details).toMatchObject({ windowSeconds: 3 });
   });
 
-  it("lets a client whose own quota is above its tenant's use it in full (an operator raised it)", async () => {
+  it("holds a client an operator gave a quota above its tenant's to its own alone", async () => {
     const of = createUploadQuota(settings, null);
     const raised = of({ client: 'erp', tenant: 't', bytesPerSecond: 10_000 });
     await raised.charge(9000); // past the tenant's 4000 of a 2 s window

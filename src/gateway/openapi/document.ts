@@ -199,7 +199,7 @@ function describeService(limits: DocumentLimits): string {
       `(configurable per client), counted in windows of ${limits.uploadWindow.windowSeconds} s ` +
       `(${limits.uploadWindow.windowBytes} bytes, room for the largest body; a 429's details give a client's own), ` +
       "and all of a tenant's clients together a tenant quota (UPLOAD_BYTES_PER_SECOND_PER_TENANT; details.quota " +
-      "says which; a client whose own quota is above the tenant's is held to its own alone). " +
+      "says which; a client given a quota of its own above the tenant's is held to its own alone). " +
       'A body is charged before it is read (from Content-Length; a chunked body chunk by chunk as it ' +
       'arrives, cut off past the quota); one that does not fit is answered 429 upload_quota_exceeded with ' +
       'Retry-After, unread. Quotas are shared by all gateway replicas, leased in blocks of a twentieth of a window: ' +

@@ -92,8 +92,8 @@ export function createUploadQuota(settings: UploadQuotaSettings, pool: Pool | nu
       async charge(bytes) {
         if (bytes <= 0) return;
         await clients.take(client, own, bytes);
-        // A client whose own quota is above its tenant's (raised by an operator) is held to its own alone.
-        if (!tenant || own > settings.tenantBytesPerSecond) return;
+        // A client an operator gave a quota above its tenant's is held to its own alone.
+        if (!tenant || (bytesPerSecond ?? 0) > settings.tenantBytesPerSecond) return;
         try {
           await tenants.take(tenant, settings.tenantBytesPerSecond, bytes);
         } catch (err) {
