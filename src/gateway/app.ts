@@ -10,6 +10,7 @@ import { createDependencyChecks } from './health/checks.js';
 import { healthRoutes } from './health/routes.js';
 import { accessLog } from './http/access-log.js';
 import { closeWhenBodyUnread } from './http/body.js';
+import { delayEarlyRetries } from './http/early-retry-delay.js';
 import { errorHandler } from './http/error-handler.js';
 import { requestContext } from './http/request-context.js';
 import { traceRequests } from './http/trace-requests.js';
@@ -119,6 +120,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
   app.use(traceRequests()); // outside the access log, so its line carries the trace id
   app.use(accessLog(deps.logger, deps.metrics));
   app.use(closeWhenBodyUnread());
+  app.use(delayEarlyRetries());
   app.use(errorHandler(deps.logger));
   app.use(router.routes());
   app.use(router.allowedMethods());

@@ -189,7 +189,8 @@ function describeService(limits: DocumentLimits): string {
     `- Rate limit per Integration Client: ${limits.rateLimitPerMinute} requests per ${windowSeconds} s window by default ` +
       '(configurable per client), shared by all gateway replicas; 429 with Retry-After, RateLimit and RateLimit-Policy. ' +
       'Replicas lease blocks of a window, so a client spread over several replicas may be refused a few requests ' +
-      'before its limit (never admitted beyond it), and RateLimit r is approximate.',
+      'before its limit (never admitted beyond it), and RateLimit r is approximate. A client that asks again before ' +
+      "a 429's Retry-After has passed is answered 429 no sooner than that time (held at most 5 s).",
     `- Request body: at most ${limits.bodyLimitBytes} bytes (413 beyond), arriving within ` +
       `${limits.bodyReadTimeoutMs} ms (408 beyond), UTF-8 (400 invalid_json otherwise), nested at most ` +
       `${defaultJsonShapeLimits.maxDepth} levels and at most ${defaultJsonShapeLimits.maxKeysPerObject} fields per ` +
