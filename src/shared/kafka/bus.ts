@@ -362,6 +362,9 @@ export function createKafkaBus({
             maxBytes: 32 * 1024 * 1024,
             sessionTimeout: options.sessionTimeoutMs ?? 30_000,
             heartbeatInterval: Math.floor((options.sessionTimeoutMs ?? 30_000) / 10),
+            // With every partition paused (the worker's buffer full) kafkajs sleeps this long before
+            // it looks again; the default 5 s left a worker idle for seconds after it resumed.
+            maxWaitTimeInMs: 250,
             allowAutoTopicCreation: false,
           });
           consumers.add(made);

@@ -50,7 +50,7 @@ export type ConsumerGroupOptions = {
   /**
    * A running consumer that shows no sign of life this long, with no batch in hand, is replaced
    * by a fresh one. Unset or 0: max(90 s, 3 × sessionTimeoutMs), since a healthy kafkajs consumer
-   * fetches at least every 5 s (maxWaitTimeInMs) and a rebalance may take up to 60 s.
+   * fetches at least every 0.25 s (maxWaitTimeInMs, bus.ts) and a rebalance may take up to 60 s.
    */
   stallTimeoutMs?: number;
 };
