@@ -49,7 +49,7 @@ const configSchema = z
     KAFKA_SASL_OAUTHBEARER_SCOPE: z.string().default(''),
     KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
     KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6000, 300_000),
-    // 0: max(90 s, 3 × KAFKA_SESSION_TIMEOUT_MS). A healthy consumer is silent up to 5 s between fetches, up to 60 s in a rebalance.
+    // 0: max(90 s, 3 × KAFKA_SESSION_TIMEOUT_MS). A healthy consumer fetches every 0.25 s or more often; a rebalance may take up to 60 s.
     KAFKA_CONSUMER_STALL_TIMEOUT_MS: int(0, 0, 3_600_000).refine((v) => v === 0 || v >= 10_000, {
       message: 'must be 0 (the default) or at least 10000',
     }),
