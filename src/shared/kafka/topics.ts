@@ -43,6 +43,10 @@ export function topicSpec(config: TopicConfig, name: TopicName): TopicSpec {
     configs: {
       // Room for a chunk of targets (the gateway cuts chunks well below this).
       'max.message.bytes': String(4 * 1024 * 1024),
+      // Acknowledged work is never deleted for the topic's size: a backlog larger than a broker's
+      // log.retention.bytes (256 MiB a partition on scripts/kafka) would otherwise lose accepted
+      // writes before the workers reach them. Time-based retention stays the broker's.
+      'retention.bytes': '-1',
       ...(config.kafkaTopicMinInsyncReplicas > 0
         ? { 'min.insync.replicas': String(config.kafkaTopicMinInsyncReplicas) }
         : {}),
