@@ -1,6 +1,10 @@
+import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import { inject, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/shared/config.js';
 import { createKafkaBus, TopicsNotReadyError, type TopicSpec } from '../../src/shared/kafka/bus.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { topicsWithDeadLetters } from '../../src/workers/worker-kind.js';
 import { uniqueName } from '../support/kafka.js';
 
 // KAFKA_MANAGE_TOPICS=false: the platform owns the topics; the service creates none and refuses
@@ -36,6 +40,35 @@ describe('managed topics', () => {
       expect(listed).toHaveLength(3);
     } finally {
       await Promise.all([managed.close(), owner.close()]);
+    }
+  });
+});
+
+describe('topics the service creates', () => {
+  it('keep acknowledged work whatever its size: retention.bytes -1 on each topic and its dead-letter topic', async () => {
+    const prefix = `${uniqueName('retention')}.`;
+    const config = loadConfig({ KAFKA_TOPIC_PREFIX: prefix });
+    const kind = inboundWorker;
+    const specs = topicsWithDeadLetters(kind, config);
+    const bus = createKafkaBus({ brokers: brokers(), clientId: prefix, logger });
+    const kafka = new Kafka({ brokers: brokers(), logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    try {
+      await bus.ensureTopics(specs);
+      await admin.connect();
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: specs.map((t) => ({
+          type: ConfigResourceTypes.TOPIC,
+          name: t.topic,
+          configNames: ['retention.bytes'],
+        })),
+      });
+      expect(resources).toHaveLength(4); // both lanes and their .dlq topics
+      for (const r of resources) expect(r.configEntries[0]!.configValue, r.resourceName).toBe('-1');
+    } finally {
+      await admin.disconnect();
+      await bus.close();
     }
   });
 });
