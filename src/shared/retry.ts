@@ -7,7 +7,7 @@
  * |-----------------|----------------------------------|----------------------------------------------|
  * | messageRetry    | 400, 800, 1600, 3200 (5 attempts) | a worker message's transient failure         |
  * | dependencyWait  | 200 … 5000                       | a worker waiting for PostgreSQL or Kafka     |
- * | edgeRecordWait  | 100 … 1000                       | a message whose edge record is not committed |
+ * | edgeRecordWait  | 10 … 1000                        | a message whose edge record is not committed |
  */
 export type RetrySchedule = {
   /** The first wait. */
@@ -21,7 +21,7 @@ export type RetrySchedule = {
 export const schedules = {
   messageRetry: { baseMs: 400, maxMs: 10_000, attempts: 5 },
   dependencyWait: { baseMs: 200, maxMs: 5000, attempts: Infinity },
-  edgeRecordWait: { baseMs: 100, maxMs: 1000, attempts: Infinity },
+  edgeRecordWait: { baseMs: 10, maxMs: 1000, attempts: Infinity },
 } satisfies Record<string, RetrySchedule>;
 
 /** The wait before attempt n + 1, after n failed attempts (n ≥ 1). */
