@@ -97,7 +97,10 @@ export async function runWorkerKind(
     for (;;) {
       const expressSlot = running >= slots;
       if (expressSlot && (!hasExpressLane || expressRunning > 0)) break;
-      const entry = queue.next(now, expressSlot ? ['express'] : ['express', 'bulk']);
+      // While a small import is applied, bulk applies keep to one slot fewer: on a machine whose
+      // cores PostgreSQL's bulk work fills, the small one would otherwise wait for CPU.
+      const bulkYields = expressRunning > 0 && running >= slots - 1;
+      const entry = queue.next(now, expressSlot || bulkYields ? ['express'] : ['express', 'bulk']);
       if (!entry) break;
       if (expressSlot) expressRunning++;
       else running++;

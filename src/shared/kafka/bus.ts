@@ -358,8 +358,10 @@ export function createKafkaBus({
         newConsumer: () => {
           const made = kafka.consumer({
             groupId,
-            maxBytesPerPartition: options.maxBytesPerPartition ?? 8 * 1024 * 1024,
-            maxBytes: 32 * 1024 * 1024,
+            // Small fetches: decoding one holds the worker's event loop (and so the express lane's
+            // applies), and the fair queue needs no more than a chunk or two per partition at a time.
+            maxBytesPerPartition: options.maxBytesPerPartition ?? 1024 * 1024,
+            maxBytes: 8 * 1024 * 1024,
             sessionTimeout: options.sessionTimeoutMs ?? 30_000,
             heartbeatInterval: Math.floor((options.sessionTimeoutMs ?? 30_000) / 10),
             // With every partition paused (the worker's buffer full) kafkajs sleeps this long before
