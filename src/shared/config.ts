@@ -2,8 +2,8 @@ import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import type { KafkaSasl, KafkaSecurity } from './kafka/client-security.js';
 
-// Every environment variable the processes read, with its default. The README's
-// "Configuration" table lists the same names; keep them in step.
+// Every environment variable the processes read, with its default. The table in
+// docs/configuration.md lists the same names; keep them in step.
 /** UPLOAD_BYTES_PER_SECOND's range, also a client's own quota's (admin CLI `client upload-quota`). */
 export const uploadQuotaBounds = { min: 1024, max: 1024 * 1024 * 1024 } as const;
 

@@ -131,9 +131,10 @@ describe.each([
   );
 });
 
-// The Kafka client that may replace kafkajs (issue 14; README "Kafka clients"): its idempotent
-// producer faces the same fault with its sends made side by side, not one at a time as the bus
-// makes kafkajs's. A port of the bus needs this to hold (or it must serialise sends as well).
+// The Kafka client that may replace kafkajs (issue 14; docs/benchmarks.md "Kafka clients",
+// docs/design-decisions.md "Kafka client: kafkajs stays"): its idempotent producer faces the
+// same fault with its sends made side by side, not one at a time as the bus makes kafkajs's.
+// A port of the bus needs this to hold (or it must serialise sends as well).
 describe.each([
   ['small sends', 100],
   ['large sends', 80 * 1024],
