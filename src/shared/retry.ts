@@ -1,7 +1,7 @@
 /**
- * Retry schedules: one formula, `min(maxMs, baseMs × 2^(n-1))` for the n-th wait (n ≥ 1).
- * Every loop that waits before trying again takes its schedule from here, so "how long does X
- * wait" has one answer:
+ * Retry schedules: one formula, `min(maxMs, baseMs × 2^(n-1))` for the n-th wait (n ≥ 1). The
+ * workers' consumer loop takes its schedules from here (the webhook dispatcher, the consumer
+ * group's restarts and the gateway's producer still have their own: issue 25 moves them here):
  *
  * | schedule        | waits (ms)                       | used by                                      |
  * |-----------------|----------------------------------|----------------------------------------------|
