@@ -45,6 +45,8 @@ import {
   benchGatewayNodeFlags,
   brokerPid,
   machineCores,
+  machineFacts,
+  runBench,
   phaseCpu,
   runForResult,
   spawnTsx,
@@ -388,12 +390,7 @@ async function run() {
     benchmark: 'fairness',
     runAt: new Date().toISOString(),
     runId,
-    machine: {
-      cpus: machineCores(),
-      node: process.version,
-      loadAverageAtStart: loadAtStart,
-      loadAverageAtEnd: loadavg().map((n) => round(n, 2)),
-    },
+    machine: machineFacts(loadAtStart),
     options: opts,
     service: {
       workerApplyConcurrency: serviceConfig.workerApplyConcurrency,
@@ -476,13 +473,4 @@ async function teardown() {
   await admin.end();
 }
 
-let failed = false;
-try {
-  await run();
-} catch (err) {
-  failed = true;
-  process.stderr.write(`bench: failed: ${(err as Error).stack ?? String(err)}\n`);
-} finally {
-  await teardown();
-}
-process.exit(failed ? 1 : 0);
+await runBench(run, teardown);

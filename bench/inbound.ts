@@ -55,6 +55,7 @@ import {
   cpuSeconds,
   threadCpuSeconds,
   machineCores,
+  runBench,
   phaseCpu,
   readMemory,
   resetPeak,
@@ -693,23 +694,7 @@ async function teardown() {
   }
 }
 
-let tornDown: Promise<void> | null = null;
-const teardownOnce = () => (tornDown ??= teardown());
-process.once('SIGINT', () => {
-  log('interrupted: tearing down');
-  void teardownOnce().finally(() => process.exit(130));
-});
-
-let failed = false;
-try {
-  await run();
-} catch (err) {
-  failed = true;
-  process.stderr.write(`bench: failed: ${(err as Error).stack ?? String(err)}\n`);
-} finally {
-  await teardownOnce();
-}
-process.exit(failed ? 1 : 0);
+await runBench(run, teardown);
 
 type ApplyPhase = Awaited<ReturnType<typeof applyPhase>>;
 

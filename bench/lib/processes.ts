@@ -2,6 +2,7 @@
 // bare producer each run as their own Node process (under tsx), and memory is read from /proc.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { gatewayNodeFlags } from '../../src/gateway/node-flags.js';
 import { resultPrefix } from './stats.js';
@@ -318,4 +319,37 @@ export function phaseCpu(broker: number | null, dbName: string) {
 /** Cores this process may use (nproc honours CPU affinity, unlike os.cpus()). */
 export function machineCores(): number {
   return Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()) || 1;
+}
+
+/** The machine a bench ran on, for its results JSON. */
+export function machineFacts(loadAverageAtStart: number[]) {
+  return {
+    cpus: machineCores(),
+    node: process.version,
+    loadAverageAtStart,
+    loadAverageAtEnd: loadavg().map((n) => Math.round(n * 100) / 100),
+  };
+}
+
+/**
+ * Runs a bench's main function, tears down what it started whatever happens (also on Ctrl-C),
+ * and exits 1 with the error when it failed.
+ */
+export async function runBench(run: () => Promise<void>, teardown: () => Promise<void>): Promise<never> {
+  let tornDown: Promise<void> | undefined;
+  const teardownOnce = () => (tornDown ??= teardown());
+  process.once('SIGINT', () => {
+    process.stderr.write('bench: interrupted: tearing down\n');
+    void teardownOnce().finally(() => process.exit(130));
+  });
+  let failed = false;
+  try {
+    await run();
+  } catch (err) {
+    failed = true;
+    process.stderr.write(`bench: failed: ${(err as Error).stack ?? String(err)}\n`);
+  } finally {
+    await teardownOnce();
+  }
+  process.exit(failed ? 1 : 0);
 }
