@@ -159,16 +159,16 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
     expect(made).toHaveLength(1);
   });
 
-  it('leaves crashes kafkajs restarts itself to kafkajs', async () => {
+  it('takes over a crash kafkajs would restart after its own delay: a fresh consumer at once', async () => {
     const { group, made, crashes } = harness();
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), true);
-    made[0]!.crash(refused(), true);
-    await vi.advanceTimersByTimeAsync(60_000);
+    made[0]!.crash(Object.assign(new Error('Broker 1 not found in the cached metadata'), { retriable: true }), true);
+    await vi.advanceTimersByTimeAsync(600);
 
     expect(crashes).toEqual([]);
-    expect(made).toHaveLength(1);
-    expect(made[0]!.calls).not.toContain('disconnect');
+    expect(made).toHaveLength(2);
+    expect(made[0]!.calls).toContain('disconnect'); // cancels kafkajs's own restart
+    expect(made[1]!.calls).toEqual(['connect', 'subscribe', 'run']);
   });
 
   it('starts nothing once stopped while a restart is pending', async () => {
@@ -268,6 +268,70 @@ describe('consumer group: stall watchdog', () => {
     expect(made).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(15_000);
     expect(made).toHaveLength(2);
+  });
+});
+
+describe('consumer group: coordinator lost (offset commits unanswered)', () => {
+  const sessionTimeoutMs = 9000; // commits unanswered for 3 s mean the coordinator is gone
+
+  /** A consumer whose commitOffsets hangs (a dead coordinator) or answers, as the test says. */
+  const committing = (consumer: FakeConsumer, answer: () => Promise<void>) =>
+    Object.assign(consumer, { commitOffsets: answer });
+  const offsets = [{ topic: 't', partition: 0, offset: '8' }];
+
+  it("starts a fresh consumer when a joined consumer's commits go unanswered for a third of the session timeout", async () => {
+    const { group, made, warnings } = harness({ sessionTimeoutMs }, (consumer, n) => {
+      if (n === 0) committing(consumer, () => new Promise(() => undefined));
+    });
+    await group.run(['t'], noFeed);
+    made[0]!.emit(events.GROUP_JOIN, {});
+    void group.commit(offsets);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(made).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(2500);
+
+    expect(made).toHaveLength(2);
+    expect(made[1]!.calls).toEqual(['connect', 'subscribe', 'run']);
+    expect(warnings.some((w) => /offset commits unanswered for \d+ s/.test(w))).toBe(true);
+  });
+
+  it('counts failed commits too, and forgets them once one succeeds', async () => {
+    let failing = true;
+    const { group, made } = harness({ sessionTimeoutMs }, (consumer) =>
+      committing(consumer, async () => {
+        if (failing) throw brokerAway();
+      }),
+    );
+    await group.run(['t'], noFeed);
+    made[0]!.emit(events.GROUP_JOIN, {});
+    for (let i = 0; i < 2; i++) {
+      await group.commit(offsets).catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+    failing = false;
+    await group.commit(offsets);
+    failing = true;
+    for (let i = 0; i < 2; i++) {
+      await group.commit(offsets).catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+    expect(made).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(made).toHaveLength(2);
+  });
+
+  it('does not count commits of a consumer that has not joined yet (its join may wait a session timeout)', async () => {
+    const { group, made } = harness({ sessionTimeoutMs }, (consumer) =>
+      committing(consumer, async () => {
+        throw brokerAway();
+      }),
+    );
+    await group.run(['t'], noFeed);
+    for (let i = 0; i < 20; i++) {
+      await group.commit(offsets).catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+    expect(made).toHaveLength(1);
   });
 });
 

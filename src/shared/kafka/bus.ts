@@ -355,6 +355,10 @@ export function createKafkaBus({
             sessionTimeout: options.sessionTimeoutMs ?? 30_000,
             heartbeatInterval: Math.floor((options.sessionTimeoutMs ?? 30_000) / 10),
             allowAutoTopicCreation: false,
+            // kafkajs's default waits grow to 9.6 s between attempts (joining, fetching): attempts
+            // every 2 s at most find a new coordinator or leader soon after a broker's loss, with
+            // about the same patience in all (~16 s) before a crash (consumer-group.ts takes over).
+            retry: { initialRetryTime: 300, maxRetryTime: 2000, retries: 10 },
           });
           consumers.add(made);
           return made;

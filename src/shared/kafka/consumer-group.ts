@@ -1,6 +1,8 @@
 // One consumer group over kafkajs consumers that are replaced when kafkajs gives one up: for
-// good while the broker is away (a CRASH it does not restart), or silently (kafkajs issue #659:
-// a consumer alive but fetching nothing, with no event at all).
+// good while the broker is away (a CRASH it does not restart), after its own delay (a CRASH it
+// restarts), silently (kafkajs issue #659: a consumer alive but fetching nothing, with no event
+// at all), or while its offset commits go unanswered (its coordinator broker died: kafkajs keeps
+// sending to it until its retries run out, then crashes; issue 29).
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { withTimeout } from '../timeout.js';
@@ -55,6 +57,12 @@ export type ConsumerGroupOptions = {
   stallTimeoutMs?: number;
 };
 
+/**
+ * Offset commits unanswered this long (a third of the session timeout, at least 2 s) mean the
+ * group's coordinator is gone: kafkajs never looks for a new one for a running consumer.
+ */
+export const commitStallMs = (sessionTimeoutMs: number) => Math.max(2000, Math.floor(sessionTimeoutMs / 3));
+
 // kafkajs throws from pause/resume while a fresh consumer has not joined yet: nothing is
 // fetched then anyway, and a join resets the feed.
 const tryTo = (f: () => void) => {
@@ -105,6 +113,11 @@ export function createConsumerGroup({
   const paused = new Map<string, { topic: string; partitions: number[] }>();
   let lastSignOfLife = Date.now();
   const alive = () => (lastSignOfLife = Date.now());
+  // When the oldest commit not answered since the last one that succeeded was made, counted only
+  // once the current consumer has joined (before that a commit may fail for want of a generation,
+  // and a fresh consumer's join may wait up to the session timeout for members that left).
+  let commitsUnansweredSince: number | undefined;
+  let joined = false;
 
   // A crashed consumer is not reliably started again, so a start always makes a fresh one (the
   // group, its committed offsets and our handler stay the same).
@@ -113,7 +126,9 @@ export function createConsumerGroup({
     made.on(made.events.CRASH, (event) => onCrash(made, event.payload.error, event.payload.restart));
     // A new generation fetches every partition from its committed offset again.
     made.on(made.events.GROUP_JOIN, () => {
-      if (made === consumer) resetFeed(made);
+      if (made !== consumer) return;
+      joined = true;
+      resetFeed(made);
     });
     for (const name of signsOfLife) {
       made.on(made.events[name], () => {
@@ -154,12 +169,14 @@ export function createConsumerGroup({
 
   // kafkajs gives a consumer up for good on some errors of a broker that is away (e.g. "Failed to
   // find group coordinator" while it restarts). That is no reason for the process to die: start
-  // a fresh consumer, with backoff, until the broker answers. Other crashes go to the listener
-  // (the runner exits, and its supervisor restarts it).
+  // a fresh consumer, with backoff, until the broker answers. A crash kafkajs would restart
+  // itself is taken over too: its delay is its last retry's (10 s and more after a coordinator
+  // died), ours starts at 0.5 s (disconnecting the crashed consumer cancels kafkajs's restart).
+  // Other crashes go to the listener (the runner exits, and its supervisor restarts it).
   function onCrash(crashed: Consumer, error: Error, kafkajsRestarts: boolean): void {
-    if (kafkajsRestarts || stopping || crashed !== consumer) return;
-    if (isBrokerUnreachable(error)) {
-      log.warn({ err: error, groupId }, 'consumer stopped while the broker is away; starting it again');
+    if (stopping || crashed !== consumer) return;
+    if (kafkajsRestarts || isBrokerUnreachable(error)) {
+      log.warn({ err: error, groupId }, 'consumer stopped while a broker is away; starting a fresh one');
       restartLater();
     } else {
       crashListener(error);
@@ -177,6 +194,16 @@ export function createConsumerGroup({
   // seconds; a restart under way has its own backoff. Silence means it stalled without telling.
   const checkForStall = () => {
     if (stopping || restartsPending > 0) return;
+    const unansweredMs = commitsUnansweredSince === undefined ? 0 : Date.now() - commitsUnansweredSince;
+    if (unansweredMs >= commitStallMs(sessionTimeoutMs)) {
+      commitsUnansweredSince = undefined;
+      log.warn(
+        { groupId, unansweredMs },
+        `offset commits unanswered for ${Math.round(unansweredMs / 1000)} s (coordinator lost?); starting a fresh consumer`,
+      );
+      restartLater();
+      return;
+    }
     const silentMs = Date.now() - lastSignOfLife;
     if (silentMs < stallTimeoutMs) return;
     log.warn(
@@ -211,6 +238,8 @@ export function createConsumerGroup({
       start = async () => {
         const fresh = makeConsumer();
         consumer = fresh;
+        joined = false;
+        commitsUnansweredSince = undefined;
         alive();
         try {
           await fresh.connect();
@@ -228,7 +257,7 @@ export function createConsumerGroup({
       };
       await start();
       if (!watchdog && !stopping) {
-        const checkEveryMs = Math.min(5000, Math.ceil(stallTimeoutMs / 4));
+        const checkEveryMs = Math.min(1000, Math.ceil(stallTimeoutMs / 4));
         watchdog = setInterval(checkForStall, checkEveryMs);
         watchdog.unref();
       }
@@ -247,7 +276,11 @@ export function createConsumerGroup({
       if (consumer) tryTo(() => consumer!.resume([p]));
     },
     async commit(offsets) {
-      if (offsets.length > 0 && consumer) await consumer.commitOffsets(offsets);
+      if (offsets.length === 0 || !consumer) return;
+      const committing = consumer;
+      if (joined) commitsUnansweredSince ??= Date.now();
+      await committing.commitOffsets(offsets);
+      if (committing === consumer) commitsUnansweredSince = undefined;
     },
     async stop() {
       stopping = true;
