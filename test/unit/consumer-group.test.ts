@@ -320,6 +320,21 @@ describe('consumer group: coordinator lost (offset commits unanswered)', () => {
     expect(made).toHaveLength(2);
   });
 
+  it('does not count commits the coordinator refused while the group rebalances (it is alive)', async () => {
+    const { group, made } = harness({ sessionTimeoutMs }, (consumer) =>
+      committing(consumer, async () => {
+        throw Object.assign(new Error('The group is rebalancing'), { type: 'REBALANCE_IN_PROGRESS', retriable: true });
+      }),
+    );
+    await group.run(['t'], noFeed);
+    made[0]!.emit(events.GROUP_JOIN, {});
+    for (let i = 0; i < 20; i++) {
+      await group.commit(offsets).catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+    expect(made).toHaveLength(1);
+  });
+
   it('does not count commits of a consumer that has not joined yet (its join may wait a session timeout)', async () => {
     const { group, made } = harness({ sessionTimeoutMs }, (consumer) =>
       committing(consumer, async () => {

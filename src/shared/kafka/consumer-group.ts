@@ -61,6 +61,13 @@ export type ConsumerGroupOptions = {
  * Offset commits unanswered this long (a third of the session timeout, at least 2 s) mean the
  * group's coordinator is gone: kafkajs never looks for a new one for a running consumer.
  */
+/**
+ * A commit refused because the group is rebalancing (or this member's generation is over): the
+ * coordinator is alive and answering, however long the rebalance takes.
+ */
+const coordinatorAnswered = (err: unknown) =>
+  /^(REBALANCE_IN_PROGRESS|ILLEGAL_GENERATION|UNKNOWN_MEMBER_ID)$/.test(String((err as { type?: unknown }).type));
+
 export const commitStallMs = (sessionTimeoutMs: number) => Math.max(2000, Math.floor(sessionTimeoutMs / 3));
 
 // kafkajs throws from pause/resume while a fresh consumer has not joined yet: nothing is
@@ -279,7 +286,13 @@ export function createConsumerGroup({
       if (offsets.length === 0 || !consumer) return;
       const committing = consumer;
       if (joined) commitsUnansweredSince ??= Date.now();
-      await committing.commitOffsets(offsets);
+      try {
+        await committing.commitOffsets(offsets);
+      } catch (err) {
+        if (!coordinatorAnswered(err)) throw err;
+        if (committing === consumer) commitsUnansweredSince = undefined;
+        throw err;
+      }
       if (committing === consumer) commitsUnansweredSince = undefined;
     },
     async stop() {
