@@ -1,8 +1,7 @@
 // One consumer group over kafkajs consumers that are replaced when kafkajs gives one up: for
 // good while the broker is away (a CRASH it does not restart), after its own delay (a CRASH it
-// restarts), silently (kafkajs issue #659: a consumer alive but fetching nothing, with no event
-// at all), or while its offset commits go unanswered (its coordinator broker died: kafkajs keeps
-// sending to it until its retries run out, then crashes; issue 29).
+// restarts, as after its coordinator broker died: issue 29), or silently (kafkajs issue #659: a
+// consumer alive but fetching nothing, with no event at all).
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { withTimeout } from '../timeout.js';
@@ -61,14 +60,6 @@ export type ConsumerGroupOptions = {
  * Offset commits unanswered this long (a third of the session timeout, at least 2 s) mean the
  * group's coordinator is gone: kafkajs never looks for a new one for a running consumer.
  */
-/**
- * A commit refused because the group is rebalancing (or this member's generation is over): the
- * coordinator is alive and answering, however long the rebalance takes.
- */
-const coordinatorAnswered = (err: unknown) =>
-  /^(REBALANCE_IN_PROGRESS|ILLEGAL_GENERATION|UNKNOWN_MEMBER_ID)$/.test(String((err as { type?: unknown }).type));
-
-export const commitStallMs = (sessionTimeoutMs: number) => Math.max(2000, Math.floor(sessionTimeoutMs / 3));
 
 // kafkajs throws from pause/resume while a fresh consumer has not joined yet: nothing is
 // fetched then anyway, and a join resets the feed.
@@ -120,11 +111,6 @@ export function createConsumerGroup({
   const paused = new Map<string, { topic: string; partitions: number[] }>();
   let lastSignOfLife = Date.now();
   const alive = () => (lastSignOfLife = Date.now());
-  // When the oldest commit not answered since the last one that succeeded was made, counted only
-  // once the current consumer has joined (before that a commit may fail for want of a generation,
-  // and a fresh consumer's join may wait up to the session timeout for members that left).
-  let commitsUnansweredSince: number | undefined;
-  let joined = false;
 
   // A crashed consumer is not reliably started again, so a start always makes a fresh one (the
   // group, its committed offsets and our handler stay the same).
@@ -133,9 +119,7 @@ export function createConsumerGroup({
     made.on(made.events.CRASH, (event) => onCrash(made, event.payload.error, event.payload.restart));
     // A new generation fetches every partition from its committed offset again.
     made.on(made.events.GROUP_JOIN, () => {
-      if (made !== consumer) return;
-      joined = true;
-      resetFeed(made);
+      if (made === consumer) resetFeed(made);
     });
     for (const name of signsOfLife) {
       made.on(made.events[name], () => {
@@ -201,16 +185,6 @@ export function createConsumerGroup({
   // seconds; a restart under way has its own backoff. Silence means it stalled without telling.
   const checkForStall = () => {
     if (stopping || restartsPending > 0) return;
-    const unansweredMs = commitsUnansweredSince === undefined ? 0 : Date.now() - commitsUnansweredSince;
-    if (unansweredMs >= commitStallMs(sessionTimeoutMs)) {
-      commitsUnansweredSince = undefined;
-      log.warn(
-        { groupId, unansweredMs },
-        `offset commits unanswered for ${Math.round(unansweredMs / 1000)} s (coordinator lost?); starting a fresh consumer`,
-      );
-      restartLater();
-      return;
-    }
     const silentMs = Date.now() - lastSignOfLife;
     if (silentMs < stallTimeoutMs) return;
     log.warn(
@@ -245,8 +219,6 @@ export function createConsumerGroup({
       start = async () => {
         const fresh = makeConsumer();
         consumer = fresh;
-        joined = false;
-        commitsUnansweredSince = undefined;
         alive();
         try {
           await fresh.connect();
@@ -264,7 +236,7 @@ export function createConsumerGroup({
       };
       await start();
       if (!watchdog && !stopping) {
-        const checkEveryMs = Math.min(1000, Math.ceil(stallTimeoutMs / 4));
+        const checkEveryMs = Math.min(5000, Math.ceil(stallTimeoutMs / 4));
         watchdog = setInterval(checkForStall, checkEveryMs);
         watchdog.unref();
       }
@@ -283,17 +255,7 @@ export function createConsumerGroup({
       if (consumer) tryTo(() => consumer!.resume([p]));
     },
     async commit(offsets) {
-      if (offsets.length === 0 || !consumer) return;
-      const committing = consumer;
-      if (joined) commitsUnansweredSince ??= Date.now();
-      try {
-        await committing.commitOffsets(offsets);
-      } catch (err) {
-        if (!coordinatorAnswered(err)) throw err;
-        if (committing === consumer) commitsUnansweredSince = undefined;
-        throw err;
-      }
-      if (committing === consumer) commitsUnansweredSince = undefined;
+      if (offsets.length > 0 && consumer) await consumer.commitOffsets(offsets);
     },
     async stop() {
       stopping = true;
