@@ -10,6 +10,7 @@ import { spawnGateway, spawnWorkers } from '../support/processes.js';
 import { startThrowawayCluster, type ThrowawayCluster } from '../support/throwaway-cluster.js';
 import { eventually } from '../support/kafka.js';
 import { scaled } from '../support/time-scale.js';
+import { appliedAgain, coordinatorOf, healthyWriteFigures, leadersOf, stillLeads } from './failover-figures.js';
 import { faultConfig, finishScenario, killAllFleets, startScenario, testPool, waitFor } from './harness.js';
 
 // Issue 15: the service on a three-broker cluster reached the way managed clusters are
@@ -231,6 +232,8 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
         brokers: cluster.scramEnv.KAFKA_BROKERS,
         workers: {},
         env: { ...cluster.scramEnv, ...replicated },
+        // Lanes enough that some write to a live leader's partition at any time.
+        load: { writeLanes: 6 },
         startLoad: false,
       });
       await Promise.all([
@@ -250,12 +253,36 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       const topicReplication = await replication(inbound);
       const dlqReplication = await replication(`${inbound}.dlq`);
       const leader = await busiestLeader(inbound);
+      const writeTopics = { inbound: [inbound, `${inbound}.express`], jobs: `${s.config.kafkaTopicPrefix}jobs` };
+      const leaders = await leadersOf(cluster.plaintextBrokers, [...writeTopics.inbound, writeTopics.jobs]);
 
       const fault = load.faultStart();
       await cluster.kill(leader);
       load.markDown();
+      materials.send('cluster-usage-kill');
+      // Until Kafka elects new leaders for its partitions (seconds), writes to the others go on.
+      const moved = await waitFor(
+        async () => !(await stillLeads(cluster.plaintextBrokers, [...writeTopics.inbound, writeTopics.jobs], leader)),
+        120_000,
+      );
+      const healthyWrites = healthyWriteFigures(
+        load,
+        { killed: fault.down!, until: Date.now() },
+        writeTopics,
+        leaders,
+        leader,
+      );
       // Other brokers take over its partitions: writes are acknowledged again while it is away.
       const servedWithoutIt = await load.waitForAcks(20, fault.down!, 180_000);
+      const resumed = await waitFor(
+        async () => Object.values(await appliedAgain(pool, s.demo.tenantId, fault.down!)).every((v) => v !== null),
+        120_000,
+      );
+      const applied = await appliedAgain(pool, s.demo.tenantId, fault.down!);
+      console.log(
+        `faults[cluster-leader-kill]: broker ${leader} SIGKILLed: ${healthyWrites.line}; ` +
+          `seconds until each kind applied a write acknowledged after the kill: ${JSON.stringify(applied)}`,
+      );
       load.markUp();
       await cluster.start(leader);
       load.faultEnd();
@@ -275,8 +302,61 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       expect.soft(topicReplication, `replication of ${inbound}`).toEqual({ replicas: [3], minInsyncReplicas: '2' });
       expect.soft(dlqReplication, `replication of ${inbound}.dlq`).toEqual({ replicas: [3], minInsyncReplicas: '2' });
       expect.soft(servedWithoutIt, `writes acknowledged with broker ${leader} SIGKILLed`).toBe(true);
+      expect.soft(moved, `broker ${leader}'s partitions got new leaders`).toBe(true);
+      // Not asserted yet (issue 29, open): writes to partitions of live leaders acknowledged before
+      // the lost ones had new leaders were 0 before and after per-partition send queues; kafkajs
+      // holds them. The figure is printed above (failover-figures.ts).
+      expect.soft(resumed, `every worker kind applied again after the kill: ${JSON.stringify(applied)}`).toBe(true);
       expect.soft(recovered, 'writes acknowledged after it came back').toBe(true);
       expect.soft(caughtUp, `broker ${leader} back in the in-sync replicas of every partition`).toBe(true);
+      expectNothingLost(report);
+    },
+    scaled(900_000),
+  );
+
+  it(
+    'the coordinator broker of a consumer group SIGKILLed: every worker kind applies again, nothing lost',
+    async () => {
+      const s = await startScenario({
+        name: 'cluster-coordinator-kill',
+        pool,
+        databaseUrl: db.url,
+        brokers: cluster.scramEnv.KAFKA_BROKERS,
+        workers: {},
+        env: { ...cluster.scramEnv, ...replicated },
+        startLoad: false,
+      });
+      await s.fleet.workers('workers-1', 'inbound,jobs,materials', cluster.mtlsEnv);
+      const { load } = s;
+      load.start();
+      const warm = await load.waitForAcks(30, 0, 120_000);
+      // The group the load feeds without pause (its writes keep coming while the broker is away).
+      const groupId = `${s.config.kafkaTopicPrefix}jobs`;
+      const coordinator = await coordinatorOf(cluster.plaintextBrokers, groupId);
+
+      const fault = load.faultStart();
+      await cluster.kill(coordinator);
+      load.markDown();
+      const fedKinds = async () => {
+        const { inbound, jobs } = await appliedAgain(pool, s.demo.tenantId, fault.down!);
+        return { inbound, jobs };
+      };
+      // Applied again: something each kind was handed after the kill is applied.
+      const resumed = await waitFor(async () => Object.values(await fedKinds()).every((v) => v !== null), 60_000);
+      const applied = await fedKinds();
+      console.log(
+        `faults[cluster-coordinator-kill]: broker ${coordinator} (coordinator of ${groupId}) SIGKILLed; ` +
+          `seconds until each kind applied a write acknowledged after the kill: ${JSON.stringify(applied)}`,
+      );
+      load.markUp();
+      await cluster.start(coordinator);
+      load.faultEnd();
+      const recovered = await load.waitForAcks(20, fault.end!, 180_000);
+      const report = await finishScenario(s);
+
+      expect.soft(warm, 'writes acknowledged before the fault').toBe(true);
+      expect.soft(resumed, `every worker kind applied again after the kill: ${JSON.stringify(applied)}`).toBe(true);
+      expect.soft(recovered, 'writes acknowledged after it came back').toBe(true);
       expectNothingLost(report);
     },
     scaled(900_000),

@@ -7,6 +7,8 @@ import { isBrokerUnreachable, isSendTimeout, trackBrokerAvailability } from './a
 import { createConsumerGroup, type ConsumerGroup, type ConsumerGroupOptions } from './consumer-group.js';
 import { kafkajsLogCreator } from './kafkajs-logging.js';
 import { createThreadedProducer } from './producer-thread.js';
+import { memoConnect } from './memo-connect.js';
+import { partitionCounts } from './partitions.js';
 import { createSerialProducer, durableProducer } from './serial-producer.js';
 import { injectInto } from '../tracing/context.js';
 import {
@@ -142,17 +144,6 @@ async function checkManagedTopics(admin: Admin, topics: TopicSpec[], missing: To
   );
 }
 
-function memoConnect(connect: () => Promise<void>): () => Promise<void> {
-  let pending: Promise<void> | null = null;
-  return () => {
-    pending ??= connect().catch((err: unknown) => {
-      pending = null; // let the next call try again
-      throw err;
-    });
-    return pending;
-  };
-}
-
 export function createKafkaBus({
   brokers,
   clientId,
@@ -183,15 +174,16 @@ export function createKafkaBus({
     logLevel: logLevel.NOTHING,
   });
 
-  // Durable, used one send at a time (serial-producer.ts says why).
-  const producer = createSerialProducer(
-    () => durableProducer(kafka),
-    (err) => log.warn({ err }, 'kafka producer replaced after a send it gave up on'),
-  );
   const admin: Admin = kafka.admin();
   const probe: Admin = probeKafka.admin();
-  const bulkProducer = createThreadedProducer({ brokers, clientId: `${clientId}-bulk`, security, log });
   const connectAdmin = memoConnect(() => admin.connect());
+  // Durable, used one send at a time per partition (serial-producer.ts says why).
+  const producer = createSerialProducer(
+    () => durableProducer(kafka),
+    partitionCounts(() => connectAdmin().then(() => admin)),
+    (err) => log.warn({ err }, 'kafka producer replaced after a send it gave up on'),
+  );
+  const bulkProducer = createThreadedProducer({ brokers, clientId: `${clientId}-bulk`, security, log });
   const connectProbe = memoConnect(() => probe.connect());
   const consumers = new Set<Consumer>();
   const declared: TopicSpec[] = [];
@@ -368,6 +360,10 @@ export function createKafkaBus({
             // it looks again; the default 5 s left a worker idle for seconds after it resumed.
             maxWaitTimeInMs: 250,
             allowAutoTopicCreation: false,
+            // kafkajs's default waits grow to 9.6 s between attempts (joining, fetching): attempts
+            // every 2 s at most find a new coordinator or leader soon after a broker's loss, with
+            // about the same patience in all (~16 s) before a crash (consumer-group.ts takes over).
+            retry: { initialRetryTime: 300, maxRetryTime: 2000, retries: 10 },
           });
           consumers.add(made);
           return made;

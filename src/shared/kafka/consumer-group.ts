@@ -1,6 +1,7 @@
 // One consumer group over kafkajs consumers that are replaced when kafkajs gives one up: for
-// good while the broker is away (a CRASH it does not restart), or silently (kafkajs issue #659:
-// a consumer alive but fetching nothing, with no event at all).
+// good while the broker is away (a CRASH it does not restart), after its own delay (a CRASH it
+// restarts, as after its coordinator broker died: issue 29), or silently (kafkajs issue #659: a
+// consumer alive but fetching nothing, with no event at all).
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { withTimeout } from '../timeout.js';
@@ -54,6 +55,11 @@ export type ConsumerGroupOptions = {
    */
   stallTimeoutMs?: number;
 };
+
+/**
+ * Offset commits unanswered this long (a third of the session timeout, at least 2 s) mean the
+ * group's coordinator is gone: kafkajs never looks for a new one for a running consumer.
+ */
 
 // kafkajs throws from pause/resume while a fresh consumer has not joined yet: nothing is
 // fetched then anyway, and a join resets the feed.
@@ -154,12 +160,14 @@ export function createConsumerGroup({
 
   // kafkajs gives a consumer up for good on some errors of a broker that is away (e.g. "Failed to
   // find group coordinator" while it restarts). That is no reason for the process to die: start
-  // a fresh consumer, with backoff, until the broker answers. Other crashes go to the listener
-  // (the runner exits, and its supervisor restarts it).
+  // a fresh consumer, with backoff, until the broker answers. A crash kafkajs would restart
+  // itself is taken over too: its delay is its last retry's (10 s and more after a coordinator
+  // died), ours starts at 0.5 s (disconnecting the crashed consumer cancels kafkajs's restart).
+  // Other crashes go to the listener (the runner exits, and its supervisor restarts it).
   function onCrash(crashed: Consumer, error: Error, kafkajsRestarts: boolean): void {
-    if (kafkajsRestarts || stopping || crashed !== consumer) return;
-    if (isBrokerUnreachable(error)) {
-      log.warn({ err: error, groupId }, 'consumer stopped while the broker is away; starting it again');
+    if (stopping || crashed !== consumer) return;
+    if (kafkajsRestarts || isBrokerUnreachable(error)) {
+      log.warn({ err: error, groupId }, 'consumer stopped while a broker is away; starting a fresh one');
       restartLater();
     } else {
       crashListener(error);

@@ -6,6 +6,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Kafka, logLevel } from 'kafkajs';
 import { startBulkThread } from '../bulk-thread.js';
 import type { SendReply, SendRequest, SerialisedError, ThreadLog } from './producer-thread.js';
+import { memoConnect } from './memo-connect.js';
+import { partitionCounts } from './partitions.js';
 import { createSerialProducer, durableProducer } from './serial-producer.js';
 import { kafkaClientOptions, type KafkaSecurity } from './client-security.js';
 import { ourLevel } from './kafkajs-logging.js';
@@ -29,9 +31,13 @@ const kafka = new Kafka({
       });
     },
 });
-// One send at a time, as the bus's own (serial-producer.ts says why).
+const admin = kafka.admin();
+const connectAdmin = memoConnect(() => admin.connect());
+
+// One send at a time per partition, as the bus's own (serial-producer.ts says why).
 const producer = createSerialProducer(
   () => durableProducer(kafka),
+  partitionCounts(() => connectAdmin().then(() => admin)),
   (err) =>
     port.postMessage({
       log: {
@@ -59,7 +65,7 @@ function serialise(err: unknown, depth = 0): SerialisedError {
 
 port.on('message', (req: SendRequest | 'close') => {
   if (req === 'close') {
-    void producer.close().then(() => port.close());
+    void Promise.allSettled([producer.close(), admin.disconnect()]).then(() => port.close());
     return;
   }
   producer

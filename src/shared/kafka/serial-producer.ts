@@ -1,18 +1,22 @@
-// A kafkajs idempotent producer used one send at a time.
+// A kafkajs idempotent producer used one send at a time per partition.
 //
 // Why: when a produce request fails with an unknown outcome (the connection closed after the
 // broker appended the batch but before its answer arrived), kafkajs takes the partition's
 // sequence numbers back and hands them to whichever request takes the broker next. If that is
-// another send() than the failed one, the broker takes it for a duplicate of the batch it already
-// holds, acknowledges it and drops it: an acknowledged message that is not in Kafka
-// (test/faults/kafka-lost-ack.test.ts). Sent one at a time, the request retried with those
-// numbers is the failed one itself, which the broker rightly answers as a duplicate.
+// another send() to the same partition than the failed one, the broker takes it for a duplicate
+// of the batch it already holds, acknowledges it and drops it: an acknowledged message that is not
+// in Kafka (test/faults/kafka-lost-ack.test.ts). Sent one at a time per partition, the request
+// retried with those numbers is the failed one itself, which the broker rightly answers as a
+// duplicate. Sequence numbers are per partition, so sends to other partitions need not wait: a
+// send stuck on a dead leader holds only its own partition's queue (issue 29).
 //
 // A send kafkajs gives up on (a non-retriable error) leaves the producer's numbers in doubt, so
-// the producer is replaced: a new producer id starts its sequences afresh.
+// the producer is replaced: a new producer id starts its sequences afresh. The old one is
+// disconnected once the sends it still carries (to other partitions) have settled.
 //
 // A send still queued when its deadline passes is never made: its caller has been answered.
-import { Partitioners, type Kafka, type Producer, type ProducerRecord } from 'kafkajs';
+import { Partitioners, type Kafka, type Message, type Producer, type ProducerRecord } from 'kafkajs';
+import { partitionOf } from './partitions.js';
 
 /**
  * The service's durable kafkajs producer: idempotent (needs acks=-1) with one request in flight,
@@ -31,12 +35,13 @@ export class SendExpiredError extends Error {
 
 export type SerialProducer = {
   /**
-   * Resolves once the record is acknowledged. Rejects with SendExpiredError, without sending,
-   * if the sends queued before it are still in progress at deadline (epoch ms); a send already
-   * made is not cancelled (its caller bounds its own wait).
+   * Resolves once every message of the record is acknowledged. Each partition's part waits for
+   * the sends to that partition queued before it; a part still waiting at deadline (epoch ms) is
+   * not sent and the call rejects with SendExpiredError. A send already made is not cancelled
+   * (its caller bounds its own wait).
    */
   send(record: ProducerRecord, deadline: number): Promise<void>;
-  /** Sends in progress or queued. */
+  /** Sends (per partition) in progress or queued. */
   queued(): number;
   close(): Promise<void>;
 };
@@ -50,15 +55,30 @@ type Queued = {
   expired: boolean;
 };
 
+/** A record per partition its messages go to, each message's partition set. */
+function splitByPartition(record: ProducerRecord, count: number): ProducerRecord[] {
+  const parts = new Map<number, Message[]>();
+  for (const m of record.messages) {
+    const partition = partitionOf(record.topic, m, count);
+    const list = parts.get(partition) ?? [];
+    list.push({ ...m, partition });
+    parts.set(partition, list);
+  }
+  return [...parts.values()].map((messages) => ({ ...record, messages }));
+}
+
 export function createSerialProducer(
   newProducer: () => Producer,
+  /** The topic's partition count (partitions.ts: cached, never waits once known). */
+  partitionCount: (topic: string) => Promise<number>,
   onReplaced?: (reason: unknown) => void,
 ): SerialProducer {
   let producer = newProducer();
   let connected: Promise<void> | null = null;
-  let busy = false;
   let closed = false;
-  const queue: Queued[] = [];
+  const inFlight = new Map<Producer, number>([[producer, 0]]);
+  const queues = new Map<string, Queued[]>(); // topic/partition → sends waiting
+  const busy = new Set<string>(); // topic/partition with a send in progress
 
   const connect = () =>
     (connected ??= producer.connect().catch((err: unknown) => {
@@ -66,17 +86,40 @@ export function createSerialProducer(
       throw err;
     }));
 
+  const disconnectIfIdle = (p: Producer) => {
+    if (p === producer || (inFlight.get(p) ?? 0) > 0) return;
+    inFlight.delete(p);
+    void p.disconnect().catch(() => undefined);
+  };
+
   const replace = (reason: unknown) => {
     const old = producer;
     producer = newProducer();
+    inFlight.set(producer, 0);
     connected = null;
-    void old.disconnect().catch(() => undefined);
+    disconnectIfIdle(old);
     onReplaced?.(reason);
   };
 
-  const pump = async () => {
-    if (busy) return;
-    busy = true;
+  const sendWith = async (record: ProducerRecord) => {
+    await connect();
+    const sending = producer;
+    inFlight.set(sending, (inFlight.get(sending) ?? 0) + 1);
+    try {
+      await sending.send(record);
+    } catch (err) {
+      if (sending === producer && !closed) replace(err);
+      throw err;
+    } finally {
+      inFlight.set(sending, inFlight.get(sending)! - 1);
+      disconnectIfIdle(sending);
+    }
+  };
+
+  const pump = async (key: string) => {
+    if (busy.has(key)) return;
+    busy.add(key);
+    const queue = queues.get(key)!;
     try {
       for (let next = queue.shift(); next; next = queue.shift()) {
         if (next.expired) continue;
@@ -85,56 +128,61 @@ export function createSerialProducer(
           next.reject(new SendExpiredError(`produce to ${next.record.topic}`));
           continue;
         }
-        try {
-          await connect();
-          const sending = producer;
-          try {
-            await sending.send(next.record);
-          } catch (err) {
-            if (sending === producer && !closed) replace(err);
-            throw err;
-          }
-          next.resolve();
-        } catch (err) {
-          next.reject(err);
-        }
+        await sendWith(next.record).then(next.resolve, next.reject);
       }
     } finally {
-      busy = false;
+      busy.delete(key);
+      if (queue.length === 0) queues.delete(key);
     }
   };
 
+  const enqueue = (record: ProducerRecord, deadline: number) =>
+    new Promise<void>((resolve, reject) => {
+      const key = `${record.topic}/${record.messages[0]!.partition}`;
+      const item: Queued = {
+        record,
+        deadline,
+        resolve,
+        reject,
+        expired: false,
+        timer: setTimeout(
+          () => {
+            item.expired = true;
+            reject(new SendExpiredError(`produce to ${record.topic}`));
+          },
+          Math.max(0, deadline - Date.now()),
+        ),
+      };
+      item.timer.unref();
+      const queue = queues.get(key) ?? [];
+      queues.set(key, queue);
+      queue.push(item);
+      void pump(key);
+    });
+
+  const closedError = (topic: string) => new Error(`producer closed: ${topic} not sent`);
+
   return {
-    send(record, deadline) {
-      if (closed) return Promise.reject(new Error(`producer closed: ${record.topic} not sent`));
-      return new Promise<void>((resolve, reject) => {
-        const item: Queued = {
-          record,
-          deadline,
-          resolve,
-          reject,
-          expired: false,
-          timer: setTimeout(
-            () => {
-              item.expired = true;
-              reject(new SendExpiredError(`produce to ${record.topic}`));
-            },
-            Math.max(0, deadline - Date.now()),
-          ),
-        };
-        item.timer.unref();
-        queue.push(item);
-        void pump();
-      });
+    async send(record, deadline) {
+      if (closed) throw closedError(record.topic);
+      const count = await partitionCount(record.topic);
+      if (closed) throw closedError(record.topic);
+      const parts = splitByPartition(record, count).map((part) => enqueue(part, deadline));
+      // Every part settles (none is left unobserved); the first failure is the call's.
+      const settled = await Promise.allSettled(parts);
+      const failed = settled.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
     },
-    queued: () => queue.length + (busy ? 1 : 0),
+    queued: () => [...queues.values()].reduce((n, q) => n + q.length, 0) + busy.size,
     async close() {
       closed = true;
-      for (const item of queue.splice(0)) {
-        clearTimeout(item.timer);
-        item.reject(new Error(`producer closed: ${item.record.topic} not sent`));
+      for (const queue of queues.values()) {
+        for (const item of queue.splice(0)) {
+          clearTimeout(item.timer);
+          item.reject(closedError(item.record.topic));
+        }
       }
-      await producer.disconnect().catch(() => undefined);
+      await Promise.allSettled([...inFlight.keys()].map((p) => p.disconnect()));
     },
   };
 }
