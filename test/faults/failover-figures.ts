@@ -95,21 +95,26 @@ export function healthyWriteFigures(
 
 /**
  * Seconds from `since` until each worker kind applied something acknowledged after it (null:
- * nothing yet): inbound imports completed, jobs materialised, material usages applied.
+ * nothing yet; 'no writes': nothing of that kind was acknowledged after it, e.g. every usage sent
+ * meanwhile went to a partition of the dead leader and was answered 503): inbound imports
+ * completed, jobs materialised, material usages applied.
  */
 export async function appliedAgain(pool: pg.Pool, tenantId: string, since: number) {
-  const { rows } = await pool.query<{ kind: string; first: Date | null }>(
-    `SELECT 'inbound' AS kind, min(completed_at) AS first FROM import_jobs
-      WHERE tenant_id = $1 AND created_at >= $2 AND completed_at IS NOT NULL
+  const { rows } = await pool.query<{ kind: string; first: Date | null; written: number }>(
+    `SELECT 'inbound' AS kind, min(completed_at) AS first, count(*)::int AS written FROM import_jobs
+      WHERE tenant_id = $1 AND created_at >= $2
      UNION ALL
-     SELECT 'jobs', min(materialized_at) FROM job_requests
-      WHERE tenant_id = $1 AND created_at >= $2 AND materialized_at IS NOT NULL
+     SELECT 'jobs', min(materialized_at), count(*)::int FROM job_requests
+      WHERE tenant_id = $1 AND created_at >= $2
      UNION ALL
-     SELECT 'materials', min(applied_at) FROM material_usages
-      WHERE tenant_id = $1 AND created_at >= $2 AND applied_at IS NOT NULL`,
+     SELECT 'materials', min(applied_at), count(*)::int FROM material_usages
+      WHERE tenant_id = $1 AND created_at >= $2`,
     [tenantId, new Date(since)],
   );
   return Object.fromEntries(
-    rows.map((r) => [r.kind, r.first ? Math.round((r.first.getTime() - since) / 100) / 10 : null]),
-  ) as Record<'inbound' | 'jobs' | 'materials', number | null>;
+    rows.map((r) => [
+      r.kind,
+      r.written === 0 ? 'no writes' : r.first ? Math.round((r.first.getTime() - since) / 100) / 10 : null,
+    ]),
+  ) as Record<'inbound' | 'jobs' | 'materials', number | null | 'no writes'>;
 }
