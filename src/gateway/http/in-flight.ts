@@ -22,7 +22,10 @@ export class InFlightSlots {
       [group, max],
       [`${group}\u0000client\u0000${client}`, share(this.clientSharePercent)],
     ];
-    if (tenant) counts.push([`${group}\u0000tenant\u0000${tenant}`, share(this.tenantSharePercent)]);
+    // An operator who let one client hold more than its tenant's share meant it to (the tenant's
+    // clients together are then held to that larger share).
+    const tenantShare = Math.max(this.tenantSharePercent, this.clientSharePercent);
+    if (tenant) counts.push([`${group}\u0000tenant\u0000${tenant}`, share(tenantShare)]);
     if (counts.some(([key, limit]) => (this.held.get(key) ?? 0) >= limit)) return false;
     for (const [key] of counts) this.held.set(key, (this.held.get(key) ?? 0) + 1);
     let released = false;
