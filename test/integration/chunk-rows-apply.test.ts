@@ -3,23 +3,22 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chunkMessages, cutIntoChunks } from '../../src/gateway/inbound/chunks.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
-import { chunkRowColumns } from '../../src/shared/inbound/chunk-message.js';
 import type { TargetFields } from '../../src/shared/inbound/target-schema.js';
 import type { InboundMessage } from '../../src/shared/kafka/bus.js';
 import { applyChunk, type ChunkOutcome } from '../../src/workers/inbound/apply-chunk.js';
 import { CopyFirstPolicy } from '../../src/workers/inbound/copy-first.js';
 import { decodeChunk } from '../../src/workers/inbound/decode-chunk.js';
 import { PermanentMessageError } from '../../src/workers/permanent-error.js';
-import { v1ChunkValue } from '../support/chunk-messages.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { createDemo, insertImportJob, type Demo } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { scaled } from '../support/time-scale.js';
 import { mulberry32 } from '../support/prng.js';
 
-// A v2 chunk must store exactly what the v1 chunk (one JSON document parsed by PostgreSQL)
-// stores, for any target the gateway accepts, on either of its paths: COPY straight into
-// `targets` when all its targets are new, COPY into a staging table and one upsert when not.
+// A chunk must store exactly what the targets' JSON says (read by PostgreSQL's own JSON functions
+// in referenceInsert below), for any target the gateway accepts, on either of its paths: COPY
+// straight into `targets` when all its targets are new, COPY into a staging table and one upsert
+// when not.
 // Generated targets full of what the formats treat specially (backslashes, newlines, tabs,
 // quotes, braces, commas, the word NULL, NULLs and absent fields, repeated external ids, odd
 // numbers) are applied each way into the real database and compared column by column as text.
@@ -89,8 +88,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const asMessage = (value: Buffer | string) => ({ value: Buffer.from(value) }) as InboundMessage;
-/** Never tries COPY straight into targets: every v2 chunk goes through the staging table. */
+const asMessage = (value: Buffer | string, headers = {}) => ({ value: Buffer.from(value), headers }) as InboundMessage;
+/** Never tries COPY straight into targets: every chunk goes through the staging table. */
 const upsertOnly = { shouldTry: () => false, missed: () => undefined };
 
 const storedColumns = `(name, address, latitude, longitude, time_windows, service_duration_minutes, priority, tags,
@@ -104,12 +103,29 @@ const stored = async (tenantId: string, sourceSystem: string) =>
     )
   ).rows;
 
-/** A job's targets as decoded v2 chunks of about `maxBytes` each. */
-function v2Chunks(job: number, sourceSystem: string, targets: TargetFields[], maxBytes = 1 << 20) {
+/**
+ * The reference the chunk paths are held to: the targets' JSON, taken apart by PostgreSQL's
+ * jsonb_to_record (JSON null reads as SQL NULL; an absent list or object as the column default),
+ * the last item of an external id winning.
+ */
+const referenceInsert = `
+  INSERT INTO targets (tenant_id, source_system, external_id, name, address, latitude, longitude, time_windows,
+                       service_duration_minutes, priority, tags, metadata, last_import_job_id, last_item_index)
+  SELECT DISTINCT ON (t."externalId" COLLATE "C") $1, $2, t."externalId", t.name, t.address,
+         (t.coordinates->>'latitude')::float8, (t.coordinates->>'longitude')::float8, coalesce(t."timeWindows", '[]'),
+         t."serviceDurationMinutes", t.priority, coalesce(t.tags, '{}'), coalesce(t.metadata, '{}'), $3, e."index"
+    FROM jsonb_to_recordset($4::jsonb) AS e("index" int, target jsonb),
+         jsonb_to_record(e.target) AS t("externalId" text, name text, address jsonb, coordinates jsonb,
+                                        "timeWindows" jsonb, "serviceDurationMinutes" int, priority int,
+                                        tags text[], metadata jsonb)
+   ORDER BY t."externalId" COLLATE "C", e."index" DESC`;
+
+/** A job's targets as decoded chunks of about `maxBytes` each. */
+function decodedChunks(job: number, sourceSystem: string, targets: TargetFields[], maxBytes = 1 << 20) {
   const ids = { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId, requestId: null, correlationId: null };
   const items = targets.map((target, index) => ({ index, target }));
   return chunkMessages(String(job), sourceSystem, cutIntoChunks(items, maxBytes), ids).map((m) =>
-    decodeChunk(asMessage(m.value as Buffer)),
+    decodeChunk(asMessage(m.value as Buffer, m.headers)),
   );
 }
 const newJob = () => insertImportJob(pool, { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId });
@@ -122,8 +138,8 @@ const present: EdgeWait = {
   what: 'test',
 };
 
-describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', () => {
-  it('for 1,500 generated targets in chunks of a few kilobytes, applied in two source systems', async () => {
+describe("chunks (COPY rows) store what the targets' JSON says", () => {
+  it('for 1,500 generated targets in chunks of a few kilobytes', async () => {
     const caller = { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId };
     const ids = { ...caller, requestId: null, correlationId: null };
     const items = Array.from({ length: 1500 }, (_, index) => ({ index, target: generatedTarget(index) }));
@@ -131,25 +147,17 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
     const chunks = cutIntoChunks(items, 8_000);
     expect(chunks.length).toBeGreaterThan(10);
 
-    const v2 = chunkMessages(String(job), 'v2', chunks, ids).map((m) => decodeChunk(asMessage(m.value as Buffer)));
-    let at = 0;
-    const v1 = chunks.map((chunk, chunkIndex) => {
-      const identity = { importJobId: String(job), sourceSystem: 'v1', chunkIndex, chunkCount: chunks.length };
-      const slice = items.slice(at, (at += chunk.items));
-      return decodeChunk(asMessage(v1ChunkValue(ids, identity, slice, slice.length)));
-    });
-    expect(v2.every((c) => c.format === 'rows') && v1.every((c) => c.format === 'json')).toBe(true);
-    // Both apply into the same job's ledger: chunk indexes must not collide, so v1 goes first and
-    // its ledger rows are removed before v2 claims the same indexes.
-    for (const chunk of v1) expect(await applyChunk(pool, chunk, present)).toBe('upserted');
-    await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
+    const decoded = chunkMessages(String(job), 'rows', chunks, ids).map((m) =>
+      decodeChunk(asMessage(m.value as Buffer, m.headers)),
+    );
     // Repeated external ids: every chunk goes through the staging table, whether it tries COPY first or not.
     const outcomes = [];
-    for (const [i, chunk] of v2.entries())
+    for (const [i, chunk] of decoded.entries())
       outcomes.push(await applyChunk(pool, chunk, present, i % 2 ? upsertOnly : new CopyFirstPolicy()));
     expect(new Set(outcomes)).toEqual(new Set(['upserted']));
+    await pool.query(referenceInsert, [caller.tenantId, 'json', job, JSON.stringify(items)]);
 
-    const [fromJson, fromRows] = [await stored(caller.tenantId, 'v1'), await stored(caller.tenantId, 'v2')];
+    const [fromJson, fromRows] = [await stored(caller.tenantId, 'json'), await stored(caller.tenantId, 'rows')];
     expect(fromJson.length).toBe(new Set(items.map((i) => i.target.externalId)).size);
     expect(fromRows).toEqual(fromJson);
 
@@ -168,10 +176,10 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
     const job = await newJob();
     const policy = new CopyFirstPolicy();
     const outcomes: ChunkOutcome[] = [];
-    for (const chunk of v2Chunks(job, 'copied', targets, 8_000))
+    for (const chunk of decodedChunks(job, 'copied', targets, 8_000))
       outcomes.push(await applyChunk(pool, chunk, present, policy));
     await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
-    for (const chunk of v2Chunks(job, 'upserted', targets, 8_000))
+    for (const chunk of decodedChunks(job, 'upserted', targets, 8_000))
       expect(await applyChunk(pool, chunk, present, upsertOnly)).toBe('upserted');
 
     expect(outcomes.length).toBeGreaterThan(10);
@@ -184,7 +192,7 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
   });
 
   it('refuses a chunk whose rows do not number what it names on the COPY path too, writing nothing', async () => {
-    const [chunk] = v2Chunks(await newJob(), 'miscounted', [generatedTarget(1), generatedTarget(2)]);
+    const [chunk] = decodedChunks(await newJob(), 'miscounted', [generatedTarget(1), generatedTarget(2)]);
     await expect(applyChunk(pool, { ...chunk!, itemCount: 3 }, present, new CopyFirstPolicy())).rejects.toThrow(
       PermanentMessageError,
     );
@@ -203,7 +211,8 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
         const items = targets.map((target, index) => ({ index, target }));
         const [m] = chunkMessages(String(job), sourceSystem, cutIntoChunks(items, 1 << 20), ids);
         const value = (m!.value as Buffer).toString();
-        return decodeChunk(asMessage(named ? value.replace(/"itemCount":\d+/, `"itemCount":${named}`) : value));
+        const text = named ? value.replace(/"itemCount":\d+/, `"itemCount":${named}`) : value;
+        return decodeChunk(asMessage(text, m!.headers));
       };
       const targets = Array.from({ length: 20 }, (_, i) => ({ ...generatedTarget(i), externalId: `leak-${i}` }));
 
@@ -243,7 +252,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
   it('when targets exist, with newer data winning, and the next chunks of that source skip COPY for a while', async () => {
     const policy = new CopyFirstPolicy(2);
     const apply = async (job: number, targets: TargetFields[]) =>
-      applyChunk(pool, v2Chunks(job, 'existing', targets)[0]!, present, policy);
+      applyChunk(pool, decodedChunks(job, 'existing', targets)[0]!, present, policy);
     const [older, first, second, third, fourth] = [
       await newJob(),
       await newJob(),
@@ -262,24 +271,9 @@ describe('a chunk that is not all new goes through the staging table and upsert'
   });
 
   it('when the chunk names an external id twice: the later item wins', async () => {
-    const [chunk] = v2Chunks(await newJob(), 'twice', [target('x', 'first'), target('y', 'y'), target('x', 'later')]);
+    const [chunk] = decodedChunks(await newJob(), 'twice', [target('x', 'first'), target('y', 'y'), target('x', 'later')]);
     expect(await applyChunk(pool, chunk!, present, new CopyFirstPolicy())).toBe('upserted');
     expect(await names('twice')).toEqual(['x=later', 'y=y']);
-  });
-
-  it('when an earlier gateway wrote NULL for time windows, tags and metadata: stored as their defaults', async () => {
-    const [chunk] = v2Chunks(await newJob(), 'nulls', [target('n', 'n')]);
-    if (chunk?.format !== 'rows') throw new Error('expected a v2 chunk');
-    const columns = chunk.rows.toString().slice(0, -1).split('\t');
-    for (const column of ['time_windows', 'tags', 'metadata'] as const)
-      columns[chunkRowColumns.indexOf(column)] = '\\N';
-    const earlier = { ...chunk, rows: Buffer.from(`${columns.join('\t')}\n`) };
-    expect(await applyChunk(pool, earlier, present, new CopyFirstPolicy())).toBe('upserted');
-    const { rows } = await pool.query(
-      `SELECT time_windows, tags, metadata FROM targets WHERE tenant_id = $1 AND source_system = 'nulls'`,
-      [demo.tenantId],
-    );
-    expect(rows).toEqual([{ time_windows: [], tags: [], metadata: {} }]);
   });
 
   // Another transaction holds a new target the chunk also inserts; the chunk's COPY waits for it.
@@ -299,7 +293,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
       );
       const job = await newJob();
       const targets = ['m1', 'm2', 'm3'].map((id) => target(id, `${id}-chunk`));
-      const applying = applyChunk(applyPool, v2Chunks(job, sourceSystem, targets)[0]!, present, new CopyFirstPolicy());
+      const applying = applyChunk(applyPool, decodedChunks(job, sourceSystem, targets)[0]!, present, new CopyFirstPolicy());
       await eventually(
         async () =>
           (

@@ -1,22 +1,22 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { chunkMessages, cutIntoChunks } from '../../src/gateway/inbound/chunks.js';
 import type { InboundMessage, MessageBus, OutboundMessage } from '../../src/shared/kafka/bus.js';
+import { chunkMessageType } from '../../src/shared/inbound/chunk-message.js';
 import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
 import { deadLetterTopic } from '../../src/workers/worker-kind.js';
-import { v1ChunkValue, v1Headers } from '../support/chunk-messages.js';
 import { insertImportJob } from '../support/fixtures.js';
 import { eventually, testBus, uniqueName, reading } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
 
-// The inbound worker reads a chunk's identity from its header (v2) or the text before its items
-// (v1) and lets PostgreSQL read the items (decode-chunk.ts), counting what it read. Through the
-// real broker and database: a chunk whose items do not number what it names is dead-lettered and
-// changes nothing, in both forms; the gateway's form with a repeated external id and a v1 chunk of
-// an earlier gateway (no item count) are applied exactly.
+// The inbound worker reads a chunk's identity from its header line and lets PostgreSQL read the
+// items (decode-chunk.ts), counting what it read. Through the real broker and database: a chunk
+// whose items do not number what it names is dead-lettered and changes nothing, as is a chunk of
+// another version (a one-document JSON chunk of before release); the gateway's form with a
+// repeated external id is applied exactly.
 const suite = useGatewaySuite({ env: () => ({ KAFKA_TOPIC_PARTITIONS: '1' }) });
 
 let workers: RunningWorkers | undefined;
@@ -52,7 +52,7 @@ describe('inbound chunks read without parsing their items', () => {
       chunkCount: 1,
     });
 
-    // 1. Names 3 items, holds 2: a gateway's v2 chunk with its header's count raised, and a v1 one.
+    // 1. Names 3 items, holds 2: a gateway's chunk with its header's count raised.
     const wrong = await insertImportJob(suite.pool, caller);
     const twoItems = [
       { index: 0, target: a! },
@@ -63,13 +63,14 @@ describe('inbound chunks read without parsing their items', () => {
       ...twoRows!,
       value: Buffer.from((twoRows!.value as Buffer).toString().replace('"itemCount":2', '"itemCount":3')),
     };
-    const wrongV1 = await insertImportJob(suite.pool, caller);
-    const wrongV1Message: OutboundMessage = {
-      key: String(wrongV1),
-      value: v1ChunkValue(ids, identity(wrongV1), twoItems, 3),
-      headers: v1Headers,
+    // 2. A one-document JSON chunk (version 1, never released): refused, not guessed at.
+    const oneDocument = await insertImportJob(suite.pool, caller);
+    const oneDocumentMessage: OutboundMessage = {
+      key: String(oneDocument),
+      value: JSON.stringify({ ...ids, type: chunkMessageType, version: 1, payload: { ...identity(oneDocument), items: twoItems } }),
+      headers: { 'message-type': chunkMessageType, 'message-version': '1', 'tenant-id': caller.tenantId },
     };
-    // 2. The gateway's own form: 3 items, the last repeating the first one's external id.
+    // 3. The gateway's own form: 3 items, the last repeating the first one's external id.
     const good = await insertImportJob(suite.pool, caller);
     const repeated = { ...a!, name: 'the later one wins' };
     const goodItems = [
@@ -78,44 +79,32 @@ describe('inbound chunks read without parsing their items', () => {
       { index: 2, target: repeated },
     ];
     const [goodMessage] = chunkMessages(String(good), 'fixture', cutIntoChunks(goodItems, 1 << 20), ids);
-    // 3. A v1 chunk of an earlier gateway: no item count.
-    const old = await insertImportJob(suite.pool, caller);
-    const oldTarget = makeTargets(1, `${prefix}-old`)[0]!;
-    const oldMessage: OutboundMessage = {
-      key: String(old),
-      value: v1ChunkValue(ids, identity(old), [{ index: 0, target: oldTarget }]),
-      headers: v1Headers,
-    };
-    await bus.produce(topic, [wrongMessage, wrongV1Message, goodMessage!, oldMessage]);
+    await bus.produce(topic, [wrongMessage, oneDocumentMessage, goodMessage!]);
 
     const jobs = await eventually(
       async () => {
         const { rows } = await suite.pool.query(
           `SELECT id::int AS id, status, applied_count, failed_count, chunks_done, failure_reason
              FROM import_jobs WHERE id = ANY($1::bigint[]) ORDER BY id`,
-          [[wrong, wrongV1, good, old]],
+          [[wrong, oneDocument, good]],
         );
-        return rows.every((r) => r.status !== 'Queued' && r.status !== 'Processing') ? rows : undefined;
+        const final = rows.filter((r) => r.status !== 'Queued' && r.status !== 'Processing');
+        return final.length === 2 && dlq.length >= 2 ? rows : undefined;
       },
       120_000,
-      'the four jobs final',
+      'two jobs final and two chunks dead-lettered',
     );
+    const wrongError = 'chunk names 3 items but holds 2';
     expect(jobs).toEqual([
-      ...[wrong, wrongV1].map((id) => ({
-        id,
-        status: 'Failed',
-        applied_count: 0,
-        failed_count: id === wrong ? 3 : 2, // v2: the count its header names; v1: the items it holds
-        chunks_done: 1,
-        failure_reason: 'chunk names 3 items but holds 2',
-      })),
+      { id: wrong, status: 'Failed', applied_count: 0, failed_count: 3, chunks_done: 1, failure_reason: wrongError },
+      // Nothing of it decodes, so nothing marks its job: it stays Queued, its message in the dead letters.
+      { id: oneDocument, status: 'Queued', applied_count: 0, failed_count: 0, chunks_done: 0, failure_reason: null },
       { id: good, status: 'Completed', applied_count: 3, failed_count: 0, chunks_done: 1, failure_reason: null },
-      { id: old, status: 'Completed', applied_count: 1, failed_count: 0, chunks_done: 1, failure_reason: null },
     ]);
-    await eventually(() => (dlq.length >= 2 ? true : undefined), 60_000, 'the wrong chunks dead-lettered');
+    await eventually(() => (dlq.length >= 2 ? true : undefined), 60_000, 'the refused chunks dead-lettered');
     // Applied side by side (WORKER_APPLY_CONCURRENCY), so dead-lettered in either order.
-    expect(dlq.map((m) => m.key?.toString()).sort()).toEqual([String(wrong), String(wrongV1)].sort());
-    for (const m of dlq) expect(m.headers['x-dlq-error']).toBe('chunk names 3 items but holds 2');
+    const errors = Object.fromEntries(dlq.map((m) => [m.key?.toString(), m.headers['x-dlq-error']]));
+    expect(errors).toEqual({ [wrong]: wrongError, [oneDocument]: 'chunk version 1 is not 2' });
 
     const { rows: targets } = await suite.pool.query(
       `SELECT external_id, name, last_import_job_id::int AS job, last_item_index AS item
@@ -126,7 +115,6 @@ describe('inbound chunks read without parsing their items', () => {
       [
         { external_id: a!.externalId, name: 'the later one wins', job: good, item: 2 },
         { external_id: c!.externalId, name: c!.name, job: good, item: 1 },
-        { external_id: oldTarget.externalId, name: oldTarget.name, job: old, item: 0 },
       ].sort((x, y) => (x.external_id < y.external_id ? -1 : 1)),
     );
   });

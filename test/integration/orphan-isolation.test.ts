@@ -4,10 +4,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { MessageBus } from '../../src/shared/kafka/bus.js';
 import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { tenantHeader } from '../../src/shared/messages.js';
 import { inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
-import { v1ChunkValue, v1Headers } from '../support/chunk-messages.js';
+import { chunkMessage } from '../support/chunk-messages.js';
 import { bearer } from '../support/fixtures.js';
 import { eventually, testBus } from '../support/kafka.js';
 import { parseSamples, valueOf } from '../support/prometheus-text.js';
@@ -103,7 +102,7 @@ describe('orphan isolation (issue 24, finding 2)', () => {
         new Map((await bus!.consumerLag('nobody', topics, 10_000)).map((l) => [`${l.topic}/${l.partition}`, l.lag]));
       const before = await messagesIn();
       const orphanProducedAt = Date.now();
-      const orphan = v1ChunkValue(
+      const orphan = chunkMessage(
         {
           tenantId: suite.demo.tenantId,
           clientId: suite.demo.clients.all!.clientId,
@@ -113,8 +112,7 @@ describe('orphan isolation (issue 24, finding 2)', () => {
         { importJobId: String(orphanJobId), sourceSystem: 'orphan', chunkIndex: 0, chunkCount: 1 },
         [{ index: 0, target: makeTargets(1, 'orphan')[0]! }],
       );
-      const headers = { ...v1Headers, [tenantHeader]: suite.demo.tenantId };
-      for (const topic of topics) await bus.produce(topic, [{ key: String(orphanJobId), value: orphan, headers }]);
+      for (const topic of topics) await bus.produce(topic, [orphan]);
       const added = [...(await messagesIn())].filter(([id, n]) => n !== before.get(id)).map(([id]) => id);
       expect(added.sort()).toEqual(topics.map((t) => `${t}/0`).sort());
 

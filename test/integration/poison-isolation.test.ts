@@ -1,10 +1,10 @@
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { chunkMessageType, chunkMessageVersion } from '../../src/shared/inbound/chunk-message.js';
 import type { InboundMessage, MessageBus } from '../../src/shared/kafka/bus.js';
 import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { envelope } from '../../src/shared/messages.js';
+import type { TargetFields } from '../../src/shared/inbound/target-schema.js';
+import { chunkMessage } from '../support/chunk-messages.js';
 import { schedules } from '../../src/shared/retry.js';
 import { inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
@@ -113,26 +113,13 @@ describe('poison isolation (issue 12)', () => {
         const importJobId = await insertImportJob(suite.pool, callerA);
         poisonJobs.push(importJobId);
         const [target] = makeTargets(1, `poison-${i}`, 100 + i);
-        const message = envelope(
-          chunkMessageType,
-          chunkMessageVersion,
+        const message = chunkMessage(
           { ...callerA, requestId: null, correlationId: null },
-          {
-            importJobId: String(importJobId),
-            sourceSystem: 'fixture',
-            chunkIndex: 0,
-            chunkCount: 1,
-            // Well-formed envelope; the int column refuses the value (SQLSTATE 22003).
-            items: [{ index: 0, target: { ...target, serviceDurationMinutes: 1e12 } }],
-          },
+          { importJobId: String(importJobId), sourceSystem: 'fixture', chunkIndex: 0, chunkCount: 1 },
+          // Well-formed chunk; the int column refuses the value (SQLSTATE 22003).
+          [{ index: 0, target: { ...target!, serviceDurationMinutes: 1e12 } as TargetFields }],
         );
-        await bus.produce(topic, [
-          {
-            key: String(importJobId),
-            value: JSON.stringify(message),
-            headers: { 'message-type': chunkMessageType, 'message-version': String(chunkMessageVersion) },
-          },
-        ]);
+        await bus.produce(topic, [message]);
         stormy.push(await pushB(i, 'stormy'));
       }
       const stormyLatency = await untilFinal(stormy, "tenant B's imports with poison");
@@ -148,7 +135,7 @@ describe('poison isolation (issue 12)', () => {
 
       // Every poison dead-lettered once, with the error and its origin.
       expect(dlq).toHaveLength(poisonCount);
-      const dlqJobs = dlq.map((m) => Number(JSON.parse(m.value!.toString()).payload.importJobId));
+      const dlqJobs = dlq.map((m) => Number(JSON.parse(m.value!.toString().split('\n')[0]!).payload.importJobId));
       expect(dlqJobs.sort((a, b) => a - b)).toEqual([...poisonJobs].sort((a, b) => a - b));
       for (const m of dlq) {
         expect(m.headers['x-dlq-error']).toMatch(/out of range for type integer/);

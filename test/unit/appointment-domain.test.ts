@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { checkBusinessRules, maxLeadDays } from '../../src/shared/appointments/business-rules.js';
 import { appointmentIdPattern, appointmentIdTime, newAppointmentId, ulid } from '../../src/shared/appointments/ids.js';
-import {
-  appointmentRequestSchema,
-  canonicalJson,
-  normalizeAppointmentRequest,
-} from '../../src/shared/appointments/request-schema.js';
+import { appointmentRequestSchema, normalizeAppointmentRequest } from '../../src/shared/appointments/request-schema.js';
+import { canonicalJson } from '../../src/gateway/http/fingerprint.js';
 import {
   appointmentStatuses,
   backOfficeTargetStatuses,

@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
 import { cancellableStatuses, type AppointmentStatus } from '../../shared/appointments/statuses.js';
 import { appendHistory, lockRequestSql } from '../../shared/appointments/transitions-sql.js';
-import { canonicalJson } from '../../shared/appointments/request-schema.js';
 import { inTransaction, type Pool } from '../../shared/db/pool.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
+import { contentFingerprint } from '../http/fingerprint.js';
 import { markCancelled, requestOfCancelKey } from './store.js';
 
 export type CancelBody = { reason: string; cancelledBy: string };
@@ -28,7 +27,7 @@ export function cancelAppointmentRequest(
   idempotencyKey: string,
   body: CancelBody,
 ): Promise<CancelResult> {
-  const requestHash = createHash('sha256').update(canonicalJson(body)).digest();
+  const requestHash = contentFingerprint(body);
   // Nothing to produce: a plain transaction on the main pool, so a Kafka outage never touches it.
   return inTransaction<CancelResult>(deps.pool, async (tx) => {
     const row = (await tx.query(lockRequestSql('id = $1 AND client_id = $2'), [id, client.clientId])).rows[0];

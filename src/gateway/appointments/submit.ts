@@ -1,10 +1,5 @@
-import { createHash } from 'node:crypto';
 import { newAppointmentId } from '../../shared/appointments/ids.js';
-import {
-  canonicalJson,
-  normalizeAppointmentRequest,
-  type AppointmentRequestInput,
-} from '../../shared/appointments/request-schema.js';
+import { normalizeAppointmentRequest, type AppointmentRequestInput } from '../../shared/appointments/request-schema.js';
 import {
   submittedMessageType,
   submittedMessageVersion,
@@ -15,6 +10,7 @@ import { AppError } from '../../shared/errors.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import { envelope, messageHeaders } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
+import { contentFingerprint } from '../http/fingerprint.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
 import type { AppointmentRecordDto } from './schemas.js';
 import { findByExternalReference, insertRequest, toRecordDto } from './store.js';
@@ -34,7 +30,7 @@ export function submitAppointmentRequest(
   input: AppointmentRequestInput,
 ): Promise<SubmitResult> {
   const request = normalizeAppointmentRequest(input);
-  const requestHash = createHash('sha256').update(canonicalJson(request)).digest();
+  const requestHash = contentFingerprint(request);
   return recordThenProduce<SubmitResult>(deps, async (tx) => {
     const id = newAppointmentId();
     const row = await insertRequest(tx, {

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { AppError } from '../../shared/errors.js';
-import { legacyRequestHash, prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-batch.js';
+import { prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-batch.js';
 import type { PrepareReply } from './prepare-batch-task.js';
 
 /** Bodies this small are prepared on the event loop: a thread hop would cost more than it saves. */
@@ -14,10 +14,7 @@ function taskFile(): string {
   return new URL('./prepare-batch-boot.mjs', import.meta.url).href;
 }
 
-/** A prepared batch, and the fingerprint a retry of an import job recorded before bodyFingerprint needs. */
-export type PreparedBody = PreparedBatch & { legacyRequestHash(): Promise<Buffer> };
-
-export type BatchPreparer = { prepare(bytes: Buffer): Promise<PreparedBody>; close(): Promise<void> };
+export type BatchPreparer = { prepare(bytes: Buffer): Promise<PreparedBatch>; close(): Promise<void> };
 
 /**
  * Prepares inbound batches (prepareBatch) in worker threads, so a 16 MB batch costs the event loop
@@ -29,7 +26,7 @@ export function createBatchPreparer(limits: BatchLimits, threads: number): Batch
   return {
     async prepare(bytes) {
       if (bytes.length < inlineBelowBytes) {
-        return { ...prepareBatch(bytes, limits), legacyRequestHash: async () => legacyRequestHash(bytes) };
+        return prepareBatch(bytes, limits);
       }
       const workers = (pool ??= new Piscina({
         filename: taskFile(),
@@ -37,8 +34,8 @@ export function createBatchPreparer(limits: BatchLimits, threads: number): Batch
         maxThreads: threads,
         idleTimeout: 60_000,
       }));
-      // The body is copied to the thread, not handed over: kept here for legacyRequestHash, it adds
-      // nothing to this thread's external memory, whose growth starts full collections of its heap.
+      // The body is copied to the thread, not handed over: it adds nothing to this thread's
+      // external memory, whose growth starts full collections of its heap.
       const reply = (await workers.run({ bytes, limits })) as PrepareReply;
       if (!reply.ok) {
         const e = reply.error;
@@ -48,7 +45,6 @@ export function createBatchPreparer(limits: BatchLimits, threads: number): Batch
         ...reply.batch,
         // A Buffer arrives as a plain Uint8Array; PostgreSQL's driver takes Buffers as bytea.
         requestHash: Buffer.from(reply.batch.requestHash),
-        legacyRequestHash: async () => Buffer.from(await workers.run({ bytes }, { name: 'legacyRequestHashTask' })),
       };
     },
     async close() {

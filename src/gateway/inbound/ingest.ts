@@ -1,5 +1,4 @@
 import { AppError } from '../../shared/errors.js';
-import { isBodyFingerprint } from '../../shared/request-hash.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
@@ -7,10 +6,10 @@ import { toImportJobDto } from '../import-jobs/store.js';
 import type { ImportJobDto } from '../import-jobs/schemas.js';
 import { chunkMessages } from './chunks.js';
 import { findImportJobByKey, insertImportJob } from './store.js';
-import type { PreparedBody } from './batch-pool.js';
+import type { PreparedBatch } from './prepare-batch.js';
 
 /** A validated request, its accepted targets already serialised and cut into chunks. */
-export type IngestRequest = PreparedBody & {
+export type IngestRequest = PreparedBatch & {
   kind: 'Single' | 'Batch';
   /** Idempotency-Key header, else externalBatchId, namespaced so the two never collide. */
   idempotencyKey: string | null;
@@ -21,16 +20,10 @@ export type IngestResult = ImportJobDto & { idempotentReplay: boolean };
 /** The import job a replayed key names, as stored. */
 type RecordedJob = NonNullable<Awaited<ReturnType<typeof findImportJobByKey>>>;
 
-/** Whether a retry sent the body its import job was recorded with (by bytes, or by JSON for jobs recorded before). */
-async function sameBody(stored: Buffer, req: IngestRequest): Promise<boolean> {
-  return stored.equals(isBodyFingerprint(stored) ? req.requestHash : await req.legacyRequestHash());
-}
 
 /**
  * Records the import job and produces its chunks (see recordThenProduce); replays answer the same
- * job. A replay's body is compared after the transaction ends: for a job recorded before
- * fingerprints of bytes that means hashing the body again in a parse thread, which must not hold
- * an edge connection while it waits.
+ * job when its body's fingerprint is the one recorded, and are a 409 otherwise.
  */
 export async function ingestTargets(
   deps: WriteDeps,
@@ -73,7 +66,7 @@ export async function ingestTargets(
   });
   if (!('replayOf' in recorded)) return recorded;
   const existing = recorded.replayOf;
-  if (!(await sameBody(existing.request_hash, req))) {
+  if (!existing.request_hash.equals(req.requestHash)) {
     throw new AppError(
       'idempotency_conflict',
       'This idempotency key was already used with a different body; use a new key for a new request.',

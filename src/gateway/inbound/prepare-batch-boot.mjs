@@ -4,4 +4,3 @@ const tsx = await import('tsx/esm/api');
 tsx.register();
 const task = await import('./prepare-batch-task.ts');
 export default task.default;
-export const legacyRequestHashTask = task.legacyRequestHashTask;

@@ -3,7 +3,7 @@
 import { Piscina } from 'piscina';
 import { AppError } from '../../shared/errors.js';
 import { startBulkThread } from '../../shared/bulk-thread.js';
-import { legacyRequestHash, prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-batch.js';
+import { prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-batch.js';
 
 export type SerialisedAppError = Pick<AppError, 'code' | 'message' | 'fieldErrors' | 'details' | 'retryAfterSeconds'>;
 export type PrepareReply = { ok: true; batch: PreparedBatch } | { ok: false; error: SerialisedAppError };
@@ -33,9 +33,4 @@ export default function prepareBatchTask(task: { bytes: Uint8Array; limits: Batc
       error: { code, message, fieldErrors: fieldErrors && { ...fieldErrors }, details, retryAfterSeconds },
     };
   }
-}
-
-/** The other task of these threads (piscina's `name`): legacyRequestHash. */
-export function legacyRequestHashTask(task: { bytes: Uint8Array }): Uint8Array {
-  return legacyRequestHash(task.bytes);
 }

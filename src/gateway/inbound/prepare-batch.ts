@@ -1,7 +1,7 @@
 import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { checkTarget } from '../../shared/inbound/target-check.js';
 import { targetItemSchema } from '../../shared/inbound/target-schema.js';
-import { bodyFingerprint, requestHash } from '../../shared/request-hash.js';
+import { bodyFingerprint } from '../http/fingerprint.js';
 import { parseJsonBytes, splitByItem } from '../http/json-text.js';
 import { fieldName, parseOrThrow } from '../http/validate.js';
 import { cutIntoChunks, type Chunk } from './chunks.js';
@@ -14,7 +14,7 @@ export type BatchLimits = { maxTargets: number; chunkMaxBytes: number };
 export type PreparedBatch = {
   sourceSystem: string;
   externalBatchId: string | null;
-  /** bodyFingerprint of the bytes (see request-hash.ts). */
+  /** bodyFingerprint of the bytes (see http/fingerprint.ts). */
   requestHash: Buffer;
   received: number;
   accepted: number;
@@ -61,9 +61,3 @@ export function prepareBatch(bytes: Uint8Array, limits: BatchLimits): PreparedBa
     chunks: cutIntoChunks(targets.accepted, limits.chunkMaxBytes),
   };
 }
-
-/**
- * The fingerprint import jobs were recorded with before bodyFingerprint (requestHash of the parsed
- * body), for a retry of one of them; only called for a body prepareBatch accepted.
- */
-export const legacyRequestHash = (bytes: Uint8Array): Buffer => requestHash(parseJsonBytes(bytes).value);

@@ -1,5 +1,5 @@
 import { inboundTargetSchema } from '../../shared/inbound/target-schema.js';
-import { bodyFingerprint, requestHash } from '../../shared/request-hash.js';
+import { bodyFingerprint } from '../http/fingerprint.js';
 import { idempotencyKeyOf } from '../http/idempotency-key.js';
 import { parseOrThrow } from '../http/validate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
@@ -54,7 +54,6 @@ export function inboundRoutes(deps: Deps, batches: BatchPreparer): RouteDefiniti
           externalBatchId: null,
           idempotencyKey: null,
           requestHash: bodyFingerprint(bytes),
-          legacyRequestHash: async () => requestHash(raw),
           received: 1,
           accepted: 1,
           rejectedCount: 0,

@@ -1,5 +1,5 @@
 import { createJobRequestSchema, jobStatuses } from '../../shared/jobs/job.js';
-import { requestHash } from '../../shared/request-hash.js';
+import { contentFingerprint } from '../http/fingerprint.js';
 import { idempotencyKeyOf } from '../http/idempotency-key.js';
 import { parseOrThrow } from '../http/validate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
@@ -30,7 +30,7 @@ export function jobRoutes(deps: WriteDeps): RouteDefinition[] {
       tag: 'Jobs',
       auth: 'apiKey',
       body: createJobRequestSchema,
-      parseBody: (raw) => ({ body: parseOrThrow(createJobRequestSchema, raw, 'body'), hash: requestHash(raw) }),
+      parseBody: (raw) => ({ body: parseOrThrow(createJobRequestSchema, raw, 'body'), hash: contentFingerprint(raw) }),
       errorStatuses: [409, 422],
       connectErrorStatuses: [400, 409, 422],
       responses: {

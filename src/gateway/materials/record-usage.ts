@@ -5,9 +5,9 @@ import { topicNames } from '../../shared/kafka/topics.js';
 import { quantityDecimals } from '../../shared/materials/usage.js';
 import { usageMessageType, usageMessageVersion, type UsagePayload } from '../../shared/materials/usage-message.js';
 import { envelope, messageHeaders } from '../../shared/messages.js';
-import { requestHash } from '../../shared/request-hash.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
+import { contentFingerprint } from '../http/fingerprint.js';
 import type { CreateMaterialUsageRequest, MaterialUsageResponse, WorkOrderMaterialUsageDto } from './schemas.js';
 import {
   findItems,
@@ -141,7 +141,7 @@ export function recordMaterialUsage(
     const resolved = await resolveReferences(tx, client.tenantId, req);
     // Normalised content: the same usage sent to either address, by item id or SKU, by
     // location id or code, with any offset on usedAt, hashes the same.
-    const hash = requestHash({ workOrderId: workOrder.id, ...resolved });
+    const hash = contentFingerprint({ workOrderId: workOrder.id, ...resolved });
     const usageId = randomUUID();
     const inserted = await insertUsage(tx, {
       id: usageId,

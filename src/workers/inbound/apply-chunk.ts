@@ -16,10 +16,8 @@ import {
   copyRows,
   createStagingTable,
   finishChunk,
-  jsonbBinary,
   lockJob,
   upsertStagedTargets,
-  upsertTargets,
 } from './sql.js';
 
 /** What applying a chunk did (see InboundChunkOutcome; counted in worker_inbound_chunks_total). */
@@ -32,10 +30,9 @@ const processCopyFirst = new CopyFirstPolicy();
  * Applies one chunk in one transaction: lock the job, claim the chunk in the ledger (a
  * redelivered chunk finds its claim and changes nothing), write its targets, count it.
  * A crash anywhere before COMMIT leaves no trace; after it, the claim makes redelivery a no-op.
- * PostgreSQL reads the targets from the message's bytes: a v2 chunk's rows with COPY (straight
- * into `targets` when they are all new, else into the session's staging table and then one
- * upsert), a v1 chunk's JSON as one jsonb parameter. A chunk whose items do not number what it
- * says is refused (permanent) before COMMIT.
+ * PostgreSQL reads the chunk's rows with COPY: straight into `targets` when they are all new,
+ * else into the session's staging table and then one upsert. A chunk whose items do not number
+ * what it says is refused (permanent) before COMMIT.
  */
 export async function applyChunk(
   pool: Pool,
@@ -50,18 +47,12 @@ export async function applyChunk(
     if (!job) return 'orphan';
     const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
     if (claimed.rowCount === 0) return 'duplicate';
-    const owner = [header.tenantId, sourceSystem, importJobId]; // $1–$3 of either upsert
     let outcome: ChunkOutcome = 'upserted';
-    if (chunk.format === 'rows') {
-      if (copyFirst.shouldTry(header.tenantId, sourceSystem) && (await copyNewTargetsIn(tx, chunk, copyFirst))) {
-        outcome = 'copied';
-      } else {
-        checkItemCount(chunk, await stageRows(tx, chunk.rows));
-        await tx.query(upsertStagedTargets, owner);
-      }
+    if (copyFirst.shouldTry(header.tenantId, sourceSystem) && (await copyNewTargetsIn(tx, chunk, copyFirst))) {
+      outcome = 'copied';
     } else {
-      const upserted = await tx.query<{ item_count: number }>(upsertTargets, [...owner, jsonbBinary(chunk.value)]);
-      checkItemCount(chunk, upserted.rows[0]!.item_count);
+      checkItemCount(chunk, await stageRows(tx, chunk.rows));
+      await tx.query(upsertStagedTargets, [header.tenantId, sourceSystem, importJobId]);
     }
     const finished = await tx.query(finishChunk, [importJobId, itemCount, 0, null, null, maxStoredItemErrors]);
     await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
@@ -71,18 +62,17 @@ export async function applyChunk(
 
 // Why a COPY straight into `targets` fails when the chunk is sound but not all new: a target
 // exists (or the chunk names one twice); a concurrent chunk inserting the same new targets in
-// another order (the upsert locks them in external-id order, COPY in item order); a NULL time
-// window, tag list or metadata from a gateway before 2026-11-26 (the staging path writes defaults).
-const notAllNew = new Set(['23505', '40P01', '23502']);
+// another order (the upsert locks them in external-id order, COPY in item order).
+const notAllNew = new Set(['23505', '40P01']);
 
 /**
- * Tries a v2 chunk as new targets (copyNewTargets, sql.ts) under a savepoint: true when COPY took
+ * Tries a chunk as new targets (copyNewTargets, sql.ts) under a savepoint: true when COPY took
  * them all; false, with nothing written, when one was not new. Any other failure (a row that does
  * not parse, a wrong item count) is the chunk's own and is thrown as before.
  */
 async function copyNewTargetsIn(
   tx: PoolClient,
-  chunk: Extract<ChunkToApply, { format: 'rows' }>,
+  chunk: ChunkToApply,
   copyFirst: Pick<CopyFirstPolicy, 'missed'>,
 ): Promise<boolean> {
   const { tenantId, payload } = chunk.header;
@@ -101,7 +91,7 @@ async function copyNewTargetsIn(
   }
 }
 
-/** COPYs a v2 chunk's rows into this session's staging table; returns how many rows it read. */
+/** COPYs a chunk's rows into this session's staging table; returns how many rows it read. */
 async function stageRows(tx: PoolClient, rows: Buffer): Promise<number> {
   await tx.query(createStagingTable);
   const copy = tx.query(copyFrom(copyRows));

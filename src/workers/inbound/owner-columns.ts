@@ -1,7 +1,7 @@
 import { copyText } from '../../shared/inbound/copy-text.js';
 
 /**
- * A v2 chunk's rows with the columns that name their owner put in front of each row: tenant,
+ * A chunk's rows with the columns that name their owner put in front of each row: tenant,
  * source system and import job, in the order of copyNewTargets (sql.ts), so that PostgreSQL can
  * COPY them straight into `targets`. The rows are COPY text, where a raw newline byte only ever
  * ends a row (UTF-8 never uses that byte inside a character), so this copies bytes without reading

@@ -21,41 +21,7 @@ const newerDataWins = `ON CONFLICT (tenant_id, source_system, external_id) DO UP
   WHERE (t.last_import_job_id, t.last_item_index) < (EXCLUDED.last_import_job_id, EXCLUDED.last_item_index)`;
 
 /**
- * A v1 chunk in one statement, reading the targets from the chunk message's own bytes ($4,
- * jsonb in binary form: a version byte, then the JSON text), so the worker neither parses them
- * nor rebuilds them as parameters; jsonb_to_record takes each target's fields apart in one pass
- * (JSON null reads as SQL NULL, as the gateway sent it). The last item of an external id wins;
- * rows go in external-id order (byte order), so chunks of different partitions applied side by
- * side lock shared rows in the same order and wait for each other instead of deadlocking. A row
- * only takes data from a later (job, item). Returns how many items it read (item_count), which
- * the worker checks against the count the message named before it commits.
- */
-export const upsertTargets = `
-  WITH all_items AS MATERIALIZED (
-    SELECT t.*, e."index" AS item_index
-      FROM jsonb_to_recordset($4::jsonb->'payload'->'items') AS e("index" int, target jsonb),
-           jsonb_to_record(e.target) AS t("externalId" text, name text, address jsonb, coordinates jsonb,
-                                          "timeWindows" jsonb, "serviceDurationMinutes" int, priority int,
-                                          tags text[], metadata jsonb)
-  ),
-  items AS (
-    SELECT DISTINCT ON ("externalId" COLLATE "C") * FROM all_items ORDER BY "externalId" COLLATE "C", item_index DESC
-  ),
-  upserted AS (
-    ${insertTargets}
-    SELECT $1, $2, i."externalId", i.name, i.address,
-           (i.coordinates->>'latitude')::float8, (i.coordinates->>'longitude')::float8,
-           coalesce(i."timeWindows", '[]'), i."serviceDurationMinutes", i.priority, coalesce(i.tags, '{}'),
-           coalesce(i.metadata, '{}'), $3, i.item_index
-      FROM items AS i
-     ORDER BY i."externalId" COLLATE "C"
-    ${newerDataWins}
-    RETURNING 1
-  )
-  SELECT count(*)::int AS item_count FROM all_items`;
-
-/**
- * Where a v2 chunk's rows land before the upsert: a temporary table of this session, emptied at
+ * Where a chunk's rows land before the upsert: a temporary table of this session, emptied at
  * every COMMIT (and a ROLLBACK discards what a failed chunk put there). Created when missing at
  * the start of every chunk's transaction, so a new or reset connection (or a pooler that hands out
  * another session) finds it; its columns are chunkRowColumns, typed as the targets' columns.
@@ -66,11 +32,11 @@ export const createStagingTable = `
     time_windows jsonb, service_duration_minutes int, priority int, tags text[], metadata jsonb
   ) ON COMMIT DELETE ROWS`;
 
-/** Reads a v2 chunk's rows (COPY text format, the gateway's chunk-rows.ts) into the staging table. */
+/** Reads a chunk's rows (COPY text format, the gateway's chunk-rows.ts) into the staging table. */
 export const copyRows = `COPY inbound_chunk_rows (${chunkRowColumns.join(', ')}) FROM STDIN`;
 
 /**
- * A v2 chunk of new targets straight into `targets`, its rows prefixed with their owner
+ * A chunk of new targets straight into `targets`, its rows prefixed with their owner
  * (owner-columns.ts): a plain insert, as a bare COPY does, without the staging table, sort and
  * conflict checks of upsertStagedTargets (a third less of PostgreSQL's time per chunk, measured
  * 2026-11-26). A target that exists already, or one external id twice in the chunk, fails it with
@@ -81,22 +47,18 @@ export const copyNewTargets = `COPY targets (tenant_id, source_system, last_impo
   .join(', ')}) FROM STDIN`;
 
 /**
- * upsertTargets for the rows COPY staged: the same rules (the last item of an external id wins,
- * rows in external-id byte order, a row only takes data from a later (job, item)) without a JSON
- * document to parse. $1 tenant, $2 source system, $3 import job.
+ * The rows COPY staged into `targets`: the last item of an external id wins; rows go in external-id
+ * order (byte order), so chunks of different partitions applied side by side lock shared rows in
+ * the same order and wait for each other instead of deadlocking; a row only takes data from a
+ * later (job, item). $1 tenant, $2 source system, $3 import job.
  */
 export const upsertStagedTargets = `
   ${insertTargets}
   SELECT DISTINCT ON (i.external_id COLLATE "C") $1::uuid, $2::text, i.external_id, i.name, i.address, i.latitude,
-         i.longitude, coalesce(i.time_windows, '[]'), i.service_duration_minutes, i.priority, coalesce(i.tags, '{}'),
-         coalesce(i.metadata, '{}'), $3::bigint, i.item_index
+         i.longitude, i.time_windows, i.service_duration_minutes, i.priority, i.tags, i.metadata, $3::bigint, i.item_index
     FROM inbound_chunk_rows AS i
    ORDER BY i.external_id COLLATE "C", i.item_index DESC
   ${newerDataWins}`;
-
-/** A message's bytes as a jsonb parameter in binary form (pg sends a Buffer as binary). */
-export const jsonbBinary = (json: Buffer): Buffer => Buffer.concat([jsonbVersion, json]);
-const jsonbVersion = Buffer.of(1);
 
 /**
  * Counts a finished chunk ($2 applied, $3 failed) and moves the status; $4 is an item error to
