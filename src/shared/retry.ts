@@ -1,13 +1,20 @@
+import { setTimeout as delay } from 'node:timers/promises';
+
 /**
- * Retry schedules: one formula, `min(maxMs, baseMs × 2^(n-1))` for the n-th wait (n ≥ 1). The
- * workers' consumer loop takes its schedules from here (the webhook dispatcher, the consumer
- * group's restarts and the gateway's producer still have their own: issue 25 moves them here):
+ * Every loop that retries takes its waits from here. Doubling schedules use one formula,
+ * `min(maxMs, baseMs × 2^(n-1))` for the n-th wait (n ≥ 1):
  *
- * | schedule        | waits (ms)                       | used by                                      |
- * |-----------------|----------------------------------|----------------------------------------------|
- * | messageRetry    | 400, 800, 1600, 3200 (5 attempts) | a worker message's transient failure         |
- * | dependencyWait  | 200 … 5000                       | a worker waiting for PostgreSQL or Kafka     |
- * | edgeRecordWait  | 10 … 1000                        | a message whose edge record is not committed |
+ * | schedule        | waits (ms)                        | used by                                         |
+ * |-----------------|-----------------------------------|-------------------------------------------------|
+ * | messageRetry    | 400, 800, 1600, 3200 (5 attempts) | a worker message's transient failure            |
+ * | dependencyWait  | 200 … 5000                        | a worker or dispatcher waiting for PostgreSQL   |
+ * | edgeRecordWait  | 10 … 1000                         | a message whose edge record is not committed    |
+ * | brokerAtStart   | 1000 … 30000                      | a worker process whose broker is away at start  |
+ * | consumerRestart | 500 … 30000                       | a fresh consumer after kafkajs gave one up      |
+ * | topicCreation   | 500 … 5000 (10 attempts)          | creating topics while a broker elects leaders   |
+ *
+ * Webhook deliveries follow the operator's listed schedule instead (WEBHOOK_RETRY_SCHEDULE_MS,
+ * listedDelayMs): their waits are minutes to days, and each is recorded in PostgreSQL.
  */
 export type RetrySchedule = {
   /** The first wait. */
@@ -22,6 +29,9 @@ export const schedules = {
   messageRetry: { baseMs: 400, maxMs: 10_000, attempts: 5 },
   dependencyWait: { baseMs: 200, maxMs: 5000, attempts: Infinity },
   edgeRecordWait: { baseMs: 10, maxMs: 1000, attempts: Infinity },
+  brokerAtStart: { baseMs: 1000, maxMs: 30_000, attempts: Infinity },
+  consumerRestart: { baseMs: 500, maxMs: 30_000, attempts: Infinity },
+  topicCreation: { baseMs: 500, maxMs: 5000, attempts: 10 },
 } satisfies Record<string, RetrySchedule>;
 
 /** The wait before attempt n + 1, after n failed attempts (n ≥ 1). */
@@ -32,3 +42,35 @@ export function backoffMs(schedule: RetrySchedule, failures: number): number {
 
 /** Whether another attempt is allowed after this many failures. */
 export const mayRetry = (schedule: RetrySchedule, failures: number) => failures < schedule.attempts;
+
+/** The wait after `attempts` failed ones on a listed schedule, ±20 % (so retries spread); null: give up. */
+export function listedDelayMs(scheduleMs: readonly number[], attempts: number, random = Math.random): number | null {
+  const base = scheduleMs[attempts - 1];
+  if (base === undefined) return null;
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/** Waits ms, or less when signal aborts (never rejects: the caller checks why it woke). */
+export const pause = (ms: number, signal?: AbortSignal): Promise<void> =>
+  delay(ms, undefined, { signal }).catch(() => undefined);
+
+/**
+ * Runs attempt until it succeeds, waiting `schedule`'s backoff after each failure that
+ * `retriable` accepts (and while the schedule allows); any other failure is thrown at once.
+ */
+export async function retrying<T>(
+  schedule: RetrySchedule,
+  attempt: () => Promise<T>,
+  options: { retriable(err: unknown): boolean; onRetry?(err: unknown, failures: number, waitMs: number): void },
+): Promise<T> {
+  for (let failures = 1; ; failures++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!options.retriable(err) || !mayRetry(schedule, failures)) throw err;
+      const waitMs = backoffMs(schedule, failures);
+      options.onRetry?.(err, failures, waitMs);
+      await pause(waitMs);
+    }
+  }
+}

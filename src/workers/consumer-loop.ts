@@ -1,6 +1,6 @@
 import { classifyFailure } from '../shared/db/errors.js';
 import type { ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
-import { backoffMs, mayRetry, schedules, type RetrySchedule } from '../shared/retry.js';
+import { backoffMs, mayRetry, pause, schedules, type RetrySchedule } from '../shared/retry.js';
 import { extractFrom, inSpan, SpanKind } from '../shared/tracing/context.js';
 import { EdgeRecordPending } from './edge-record.js';
 import { FairQueue, type Entry, type Lane } from './fair-queue.js';
@@ -8,7 +8,6 @@ import { deadLetterTopic, topicsWithDeadLetters, type WorkerDeps, type WorkerKin
 import { noWorkerMetrics } from './worker-metrics.js';
 
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** How often applied offsets are committed (a crash re-applies at most this much, idempotently). */
 const commitEveryMs = 1000;
@@ -219,7 +218,7 @@ export async function runWorkerKind(
         }
         // Stopping: left uncommitted, so the next owner dead-letters and reports it again.
         if (stopping) throw err;
-        await sleep(backoffMs(verdict === 'outage' ? schedules.dependencyWait : schedule, ++waits));
+        await pause(backoffMs(verdict === 'outage' ? schedules.dependencyWait : schedule, ++waits));
       }
     }
   }

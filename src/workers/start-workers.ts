@@ -4,7 +4,7 @@ import { createPool } from '../shared/db/pool.js';
 import { isBrokerUnreachable } from '../shared/kafka/availability.js';
 import { createKafkaBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
-import type { RetrySchedule } from '../shared/retry.js';
+import { retrying, schedules, type RetrySchedule } from '../shared/retry.js';
 import { runWorkerKind, type RunningKind } from './consumer-loop.js';
 import type { WorkersState } from './ops/readiness.js';
 import { startWorkerOps } from './ops/worker-ops.js';
@@ -24,19 +24,14 @@ const isPolling = (kind: HostedWorker): kind is PollingWorker => 'polling' in ki
 
 /**
  * Runs start() until it gets past the broker: a worker started while Kafka is down waits for it
- * (logging, with backoff up to 30 s) instead of exiting into a restart loop.
+ * (logging, with the brokerAtStart backoff) instead of exiting into a restart loop.
  */
-async function untilBrokerAnswers<T>(logger: Logger, worker: string, start: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await start();
-    } catch (err) {
-      if (!isBrokerUnreachable(err)) throw err;
-      const delayMs = Math.min(30_000, 500 * 2 ** attempt);
-      logger.warn({ err, worker, attempt, delayMs }, 'kafka unreachable at start; waiting for it');
-      await new Promise((r) => setTimeout(r, delayMs));
-    }
-  }
+function untilBrokerAnswers<T>(logger: Logger, worker: string, start: () => Promise<T>): Promise<T> {
+  return retrying(schedules.brokerAtStart, start, {
+    retriable: isBrokerUnreachable,
+    onRetry: (err, attempt, delayMs) =>
+      logger.warn({ err, worker, attempt, delayMs }, 'kafka unreachable at start; waiting for it'),
+  });
 }
 
 /**

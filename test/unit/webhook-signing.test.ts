@@ -5,7 +5,7 @@ import { webhookEnvelopeSchema, webhookEventTypes } from '../../src/shared/webho
 import { newWebhookEventId } from '../../src/shared/webhooks/outbox.js';
 import { generateWebhookSecret, secretPattern, signWebhook } from '../../src/shared/webhooks/signing.js';
 import { parseWebhookUrl, refusedRange } from '../../src/shared/webhooks/target-policy.js';
-import { retryDelayMs } from '../../src/workers/webhooks/dispatcher.js';
+import { listedDelayMs } from '../../src/shared/retry.js';
 import { matchingSignatures } from '../support/webhook-receiver.js';
 
 describe('webhook signing (Standard Webhooks)', () => {
@@ -142,10 +142,10 @@ describe('webhook retry schedule', () => {
     const total = schedule.reduce((a, b) => a + b, 0);
     expect(total / 3_600_000).toBeGreaterThan(20);
     expect(total / 3_600_000).toBeLessThan(30);
-    expect(retryDelayMs(schedule, 1, () => 0)).toBe(4000);
-    expect(retryDelayMs(schedule, 1, () => 1)).toBe(6000);
-    expect(retryDelayMs(schedule, 2, () => 0.5)).toBe(300_000);
-    expect(retryDelayMs(schedule, 8)).toBeNull();
+    expect(listedDelayMs(schedule, 1, () => 0)).toBe(4000);
+    expect(listedDelayMs(schedule, 1, () => 1)).toBe(6000);
+    expect(listedDelayMs(schedule, 2, () => 0.5)).toBe(300_000);
+    expect(listedDelayMs(schedule, 8)).toBeNull();
     expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0.2, 1,2.5' }).webhookRetryScheduleMs).toEqual([200, 1000, 2500]);
     expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '1,-2' })).toThrow(/WEBHOOK_RETRY_SCHEDULE/);
   });

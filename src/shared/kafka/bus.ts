@@ -2,6 +2,7 @@
 // so the client library (unmaintained since 2023) can be swapped without touching callers.
 import { Kafka, logLevel, type Admin, type Consumer } from 'kafkajs';
 import type { Logger } from '../logger.js';
+import { retrying, schedules } from '../retry.js';
 import { withTimeout } from '../timeout.js';
 import { isBrokerUnreachable, isSendTimeout, trackBrokerAvailability } from './availability.js';
 import { createConsumerGroup, type ConsumerGroup, type ConsumerGroupOptions } from './consumer-group.js';
@@ -214,11 +215,12 @@ export function createKafkaBus({
       await connectAdmin();
       // A broker that has just started (or just created other topics) can answer "does not
       // host this topic-partition" while leaders are elected: retriable, so retry a while.
-      for (let attempt = 1; ; attempt++) {
-        try {
+      await retrying(
+        schedules.topicCreation,
+        async () => {
           const existing = new Set(await admin.listTopics());
           const missing = topics.filter((t) => !existing.has(t.topic));
-          if (!manageTopics) return await checkManagedTopics(admin, topics, missing);
+          if (!manageTopics) return checkManagedTopics(admin, topics, missing);
           if (missing.length === 0) return;
           await admin.createTopics({
             waitForLeaders: true,
@@ -229,12 +231,12 @@ export function createKafkaBus({
               configEntries: Object.entries(t.configs ?? {}).map(([name, value]) => ({ name, value })),
             })),
           });
-        } catch (err) {
-          if (!(err as { retriable?: boolean }).retriable || attempt >= 10) throw err;
-          log.warn({ err, attempt }, 'creating topics failed; retrying');
-          await new Promise((r) => setTimeout(r, 500 * attempt));
-        }
-      }
+        },
+        {
+          retriable: (err) => (err as { retriable?: boolean }).retriable === true,
+          onRetry: (err, attempt) => log.warn({ err, attempt }, 'creating topics failed; retrying'),
+        },
+      );
     },
 
     available: () => broker.available(),

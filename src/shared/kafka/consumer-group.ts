@@ -4,6 +4,7 @@
 // consumer alive but fetching nothing, with no event at all).
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { Logger } from '../logger.js';
+import { backoffMs, schedules } from '../retry.js';
 import { withTimeout } from '../timeout.js';
 import { isBrokerUnreachable } from './availability.js';
 
@@ -139,7 +140,7 @@ export function createConsumerGroup({
   const restartLater = () => {
     if (restartTimer) return; // one is already due (e.g. the watchdog's, when a crash comes too)
     restartsPending++;
-    const delayMs = Math.min(30_000, 500 * 2 ** Math.min(restarts++, 6));
+    const delayMs = backoffMs(schedules.consumerRestart, ++restarts);
     restartTimer = setTimeout(() => {
       restartTimer = undefined;
       if (stopping || !start) return;

@@ -2,6 +2,7 @@ import type { Config } from '../../shared/config.js';
 import { isConnectionError } from '../../shared/db/errors.js';
 import { inTransaction, type Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logger.js';
+import { backoffMs, listedDelayMs, pause, schedules } from '../../shared/retry.js';
 import { serviceVersion } from '../../shared/version.js';
 import { signWebhook } from '../../shared/webhooks/signing.js';
 import type { PollingWorker } from '../start-workers.js';
@@ -38,18 +39,6 @@ export type DispatcherDeps = { config: Config; logger: Logger; pool: Pool; metri
 /** How long a lease lasts from the attempt's start: its timeout plus time to record its outcome. */
 export const leaseMs = (config: Pick<Config, 'webhookTimeoutMs'>) => config.webhookTimeoutMs + 5000;
 
-/** Waits after consecutive PostgreSQL failures: doubling from the poll interval, at most 5 s. */
-export function backoffMs(pollIntervalMs: number, failures: number): number {
-  return Math.min(5000, Math.max(pollIntervalMs, 100) * 2 ** Math.min(failures - 1, 10));
-}
-
-/** The delay before the next attempt after `attempts` failed ones in this round, ±20%; null: give up. */
-export function retryDelayMs(scheduleMs: readonly number[], attempts: number, random = Math.random): number | null {
-  const base = scheduleMs[attempts - 1];
-  if (base === undefined) return null;
-  return Math.round(base * (0.8 + 0.4 * random()));
-}
-
 /**
  * The webhook dispatcher: polls PostgreSQL for due deliveries, claims them with a lease (so any
  * number of dispatcher processes share the work, and one that dies leaves leases that expire),
@@ -78,17 +67,13 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
       };
     });
   // Backing off from PostgreSQL: only stop() cuts it short, not a slot coming free.
-  let onStop: () => void = () => undefined;
-  const stopped = new Promise<void>((resolve) => (onStop = resolve));
-  const pause = (ms: number) => {
-    let timer: NodeJS.Timeout | undefined;
-    return Promise.race([new Promise<void>((r) => (timer = setTimeout(r, ms))), stopped]).finally(() =>
-      clearTimeout(timer),
-    );
-  };
+  const stopped = new AbortController();
+  const retryInMs = (failures: number) => backoffMs(schedules.dependencyWait, failures);
+  const backOff = (failures: number) => pause(retryInMs(failures), stopped.signal);
 
   async function record(d: Claimed, startedAt: Date, result: AttemptResult): Promise<void> {
-    const delay = result.outcome === 'Succeeded' ? null : retryDelayMs(config.webhookRetryScheduleMs, d.round_attempts);
+    const delay =
+      result.outcome === 'Succeeded' ? null : listedDelayMs(config.webhookRetryScheduleMs, d.round_attempts);
     const gaveUp = result.outcome !== 'Succeeded' && delay === null;
     // Counted once the transaction committed: a record tried again must not count twice.
     const recorded = await inTransaction(pool, async (tx): Promise<WebhookOutcome> => {
@@ -174,12 +159,17 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
         return;
       } catch (err) {
         if (!isConnectionError(err) || stopping) throw err;
-        const retryInMs = backoffMs(config.webhookPollIntervalMs, failures);
         log.warn(
-          { err, eventId: d.event_id, endpointId: d.endpoint_id, outcome: result.outcome, retryInMs },
+          {
+            err,
+            eventId: d.event_id,
+            endpointId: d.endpoint_id,
+            outcome: result.outcome,
+            retryInMs: retryInMs(failures),
+          },
           'webhook attempt made but not recorded yet (PostgreSQL unreachable); retrying',
         );
-        await pause(retryInMs);
+        await backOff(failures);
       }
     }
   }
@@ -248,9 +238,8 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
           failures = 0;
         } catch (err) {
           failures++;
-          const retryInMs = backoffMs(config.webhookPollIntervalMs, failures);
-          log.warn({ err, failures, retryInMs }, 'webhook poll failed; retrying');
-          await pause(retryInMs);
+          log.warn({ err, failures, retryInMs: retryInMs(failures) }, 'webhook poll failed; retrying');
+          await backOff(failures);
           continue;
         }
       }
@@ -264,7 +253,7 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
   return {
     async stop() {
       stopping = true;
-      onStop();
+      stopped.abort();
       wake?.();
       await loop;
       await Promise.allSettled([...inFlight]); // in-flight attempts finish (each bounded by the timeout)
