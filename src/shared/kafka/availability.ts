@@ -1,3 +1,5 @@
+import { TimeoutError } from '../timeout.js';
+
 /**
  * Whether the broker is worth waiting for. A produce that failed for want of a broker marks it
  * unavailable; from then on writes fail at once (503) instead of each waiting out the produce
@@ -83,13 +85,7 @@ export function isBrokerUnreachable(err: unknown): boolean {
     ) {
       return true;
     }
-    if (isSendTimeout(e)) return true;
+    if (e instanceof TimeoutError) return true;
   }
   return false;
-}
-
-/** Our own deadline on a send (withTimeout), as opposed to an error kafkajs reported. */
-export function isSendTimeout(err: unknown): boolean {
-  const message = (err as { message?: unknown } | undefined)?.message;
-  return typeof message === 'string' && / timed out after /.test(message);
 }

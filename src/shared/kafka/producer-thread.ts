@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../logger.js';
-import type { OutboundMessage } from './bus.js';
+import type { OutboundMessage } from './message-bus.js';
 import { plaintext, type KafkaSecurity } from './client-security.js';
 
 export type SerialisedError = { name: string; message: string; retriable: boolean; cause?: SerialisedError };

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { TopicSpec } from './bus.js';
+import type { TopicSpec } from './message-bus.js';
 
 // Every topic the service produces to, by purpose. Names carry KAFKA_TOPIC_PREFIX; each worker
 // kind consumes one of them and dead-letters into `<topic>.dlq` (see workers/worker-kind.ts).
