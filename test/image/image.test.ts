@@ -5,6 +5,7 @@ import { dropDatabase } from '../support/database.js';
 import { bearer, createDemo, type Demo } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { makeTargets } from '../support/targets.js';
+import { trickledUpload } from '../support/trickled-upload.js';
 import { scaled } from '../support/time-scale.js';
 import { containerLines, dockerDown, dockerOk, dockerUp, madeBy, notJson, runWith, type Docker } from './docker.js';
 import { documentedStopTimeoutSeconds } from './grace.js';
@@ -192,31 +193,20 @@ describe.skipIf(skip !== '')(`the image${skip ? ` (skipped: ${skip})` : ''}`, ()
     const body = new TextEncoder().encode(
       JSON.stringify({ sourceSystem: 'image-test-trickle', targets: makeTargets(5, 'trickle') }),
     );
-    const trickleMs = 11_000;
     const pieces = 44;
-    let sentPieces = 0;
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        if (sentPieces === pieces) return controller.close();
-        const size = Math.ceil(body.length / pieces);
-        controller.enqueue(body.subarray(sentPieces * size, (sentPieces + 1) * size));
-        sentPieces++;
-        await new Promise((r) => setTimeout(r, trickleMs / pieces));
-      },
-    });
-    const upload = fetch(`${gateway.url}/api/v1/inbound/targets/batch`, {
-      method: 'POST',
-      headers: { ...bearer(demo.clients.all!.apiKey), 'content-type': 'application/json' },
-      body: stream,
-      duplex: 'half',
-    } as RequestInit).then(async (r) => ({ status: r.status, text: await r.text() }));
-    await eventually(() => (sentPieces >= 2 ? true : undefined), 30_000, 'the upload under way');
+    const upload = trickledUpload(
+      `${gateway.url}/api/v1/inbound/targets/batch`,
+      { ...bearer(demo.clients.all!.apiKey), 'content-type': 'application/json' },
+      body,
+      { durationMs: 11_000, pieces },
+    );
+    await eventually(() => (upload.sent() >= 2 ? true : undefined), 30_000, 'the upload under way');
 
     // Plain `docker stop`: the containers' own --stop-timeout (the documented one) applies.
     const stopped = Promise.all([gateway.id, worker].map((id) => dockerOk(docker, ['stop', id])));
-    const answer = await upload;
+    const answer = await upload.answer;
     await stopped;
-    expect(sentPieces).toBe(pieces);
+    expect(upload.sent()).toBe(pieces);
     expect(answer.status, answer.text).toBe(200);
     for (const id of [gateway.id, worker]) {
       const state = await dockerOk(docker, ['inspect', '--format', '{{.State.ExitCode}} {{.State.OOMKilled}}', id]);
