@@ -5,12 +5,13 @@
 # Node 22 LTS, pinned to the exact release `npm test` runs the suite on (scripts/test reads
 # NODE_VERSION from here). Pinned by version, not digest: digests are resolved where images are
 # pulled (a registry or engine), which our build machines do not reach.
-# Needs BuildKit (the legacy builder refuses RUN --mount): Docker 23+ builds with it by default,
+# Needs BuildKit (the legacy builder refuses RUN --mount): Docker 23+ with the buildx plugin,
 # Docker 20.10 with DOCKER_BUILDKIT=1. No `# syntax=` line on purpose: it would fetch a frontend
 # image from Docker Hub; the engine's built-in frontend reads this file.
 # A TLS-intercepting proxy on the way to the npm registry: hand its CA to `npm ci` as a build
 # secret, e.g. `docker build --secret id=extra_ca,src=/etc/ssl/certs/ca-certificates.crt .`
-# (a PEM bundle; it is added to Node's CAs, never stored in an image layer).
+# (a PEM bundle; it is added to Node's CAs, never stored in an image layer); scripts/image-build
+# finds the host's and does that.
 # Stopping: the process exits within SHUTDOWN_TIMEOUT_MS (15 s) of SIGTERM; Docker's default grace
 # is 10 s, so run with `--stop-timeout 20` (compose: stop_grace_period; Kubernetes:
 # terminationGracePeriodSeconds). test/image/grace-periods.test.ts checks the values agree.
