@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # One image for every process of the service; docker-compose.yml picks the entry point:
 #   node <flags> dist/gateway/server.js   HTTP gateway (default CMD, port 8080; flags: src/gateway/node-flags.ts)
 #   node dist/workers/runner.js       Kafka consumer groups named in WORKERS (empty: all kinds)
@@ -6,6 +5,16 @@
 # Node 22 LTS, pinned to the exact release `npm test` runs the suite on (scripts/test reads
 # NODE_VERSION from here). Pinned by version, not digest: digests are resolved where images are
 # pulled (a registry or engine), which our build machines do not reach.
+# Needs BuildKit (the legacy builder refuses RUN --mount): Docker 23+ with the buildx plugin,
+# Docker 20.10 with DOCKER_BUILDKIT=1. No `# syntax=` line on purpose: it would fetch a frontend
+# image from Docker Hub; the engine's built-in frontend reads this file.
+# A TLS-intercepting proxy on the way to the npm registry: hand its CA to `npm ci` as a build
+# secret, e.g. `docker build --secret id=extra_ca,src=/etc/ssl/certs/ca-certificates.crt .`
+# (a PEM bundle; it is added to Node's CAs, never stored in an image layer); scripts/image-build
+# finds the host's and does that.
+# Stopping: the process exits within SHUTDOWN_TIMEOUT_MS (15 s) of SIGTERM; Docker's default grace
+# is 10 s, so run with `--stop-timeout 20` (compose: stop_grace_period; Kubernetes:
+# terminationGracePeriodSeconds). test/image/grace-periods.test.ts checks the values agree.
 ARG NODE_VERSION=22.23.3
 ARG NODE_IMAGE=node:${NODE_VERSION}-bookworm-slim
 
@@ -16,7 +25,8 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: the only packages with install scripts (esbuild,
 # protobufjs) are dev/test tools that package.json's "allowScripts" denies anyway, and tsc
 # needs none of them. (npm 10 in this image does not read "allowScripts" itself.)
-RUN --mount=type=cache,target=/root/.npm \
+RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=extra_ca \
+    if [ -s /run/secrets/extra_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/extra_ca; fi && \
     npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 RUN npm run build
@@ -28,7 +38,8 @@ ENV NODE_ENV=production
 ENV NODE_OPTIONS=--enable-source-maps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm \
+RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=extra_ca \
+    if [ -s /run/secrets/extra_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/extra_ca; fi && \
     npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 # dist/shared/db/migrate.js resolves ../../../migrations, i.e. /app/migrations;
 # dist/shared/version.js reads /app/package.json.

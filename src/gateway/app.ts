@@ -116,6 +116,16 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     inFlightTenantSharePercent: deps.config.inFlightTenantSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
   });
+  // Once stopping, every response ends its connection: server.close() waits for open connections,
+  // and the keep-alive connection of a request still in flight at SIGTERM (a slow upload) would
+  // otherwise hold the process until SHUTDOWN_TIMEOUT_MS (exit 1). Seen in test/image.
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } finally {
+      if (!deps.accepting()) ctx.set('Connection', 'close');
+    }
+  });
   app.use(requestContext());
   app.use(traceRequests()); // outside the access log, so its line carries the trace id
   app.use(accessLog(deps.logger, deps.metrics));

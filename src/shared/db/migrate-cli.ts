@@ -1,13 +1,17 @@
-// `npm run migrate`: create the database if missing and apply pending migrations.
+// `npm run migrate`: create the database if missing and apply pending migrations. Logs JSON (pino)
+// like every other process, so a container's or job's log holds JSON only.
 import { loadConfigOrExit } from '../config.js';
+import { createLogger } from '../logger.js';
 import { ensureDatabase, migrateUp } from './migrate.js';
 
 const config = loadConfigOrExit();
+const logger = createLogger(config.logLevel, 'connect-migrate');
 try {
   await ensureDatabase(config.databaseUrl);
   const applied = await migrateUp(config.databaseUrl);
-  process.stdout.write(`migrations: ${applied.length === 0 ? 'up to date' : `applied ${applied.join(', ')}`}\n`);
+  logger.info({ applied }, `migrations: ${applied.length === 0 ? 'up to date' : `applied ${applied.join(', ')}`}`);
 } catch (err) {
-  process.stderr.write(`migrations failed: ${(err as Error).message}\n`);
+  logger.error({ err }, `migrations failed: ${(err as Error).message}`);
+  // pino writes synchronously to stdout (no transport), so nothing is lost by exiting here.
   process.exit(1);
 }
