@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
-import { envelope } from '../../src/shared/messages.js';
+import { chunkMessage } from '../support/chunk-messages.js';
 import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { webhookEventTypes } from '../../src/shared/webhooks/event-types.js';
@@ -143,24 +143,17 @@ describe('webhook events of the workers', () => {
     const id = await insertImportJob(suite.pool, caller);
     const bus = testBus();
     try {
-      const poison = envelope(
-        'inbound.targets.chunk',
-        1,
+      const poison = chunkMessage(
         { ...caller, requestId: null, correlationId: null },
-        {
-          importJobId: String(id),
-          sourceSystem: 'fixture',
-          chunkIndex: 0,
-          chunkCount: 1,
-          items: [
-            {
-              index: 0,
-              target: { externalId: 'poison', name: 'bad\u0000name', coordinates: { latitude: 1, longitude: 2 } },
-            },
-          ],
-        },
+        { importJobId: String(id), sourceSystem: 'fixture', chunkIndex: 0, chunkCount: 1 },
+        [
+          {
+            index: 0,
+            target: { externalId: 'poison', name: 'bad\u0000name', coordinates: { latitude: 1, longitude: 2 } },
+          },
+        ],
       );
-      await bus.produce(topicNames(suite.config).inboundTargets, [{ key: String(id), value: JSON.stringify(poison) }]);
+      await bus.produce(topicNames(suite.config).inboundTargets, [poison]);
     } finally {
       await bus.close();
     }

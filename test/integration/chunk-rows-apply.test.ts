@@ -271,7 +271,11 @@ describe('a chunk that is not all new goes through the staging table and upsert'
   });
 
   it('when the chunk names an external id twice: the later item wins', async () => {
-    const [chunk] = decodedChunks(await newJob(), 'twice', [target('x', 'first'), target('y', 'y'), target('x', 'later')]);
+    const [chunk] = decodedChunks(await newJob(), 'twice', [
+      target('x', 'first'),
+      target('y', 'y'),
+      target('x', 'later'),
+    ]);
     expect(await applyChunk(pool, chunk!, present, new CopyFirstPolicy())).toBe('upserted');
     expect(await names('twice')).toEqual(['x=later', 'y=y']);
   });
@@ -293,7 +297,12 @@ describe('a chunk that is not all new goes through the staging table and upsert'
       );
       const job = await newJob();
       const targets = ['m1', 'm2', 'm3'].map((id) => target(id, `${id}-chunk`));
-      const applying = applyChunk(applyPool, decodedChunks(job, sourceSystem, targets)[0]!, present, new CopyFirstPolicy());
+      const applying = applyChunk(
+        applyPool,
+        decodedChunks(job, sourceSystem, targets)[0]!,
+        present,
+        new CopyFirstPolicy(),
+      );
       await eventually(
         async () =>
           (

@@ -67,7 +67,12 @@ describe('inbound chunks read without parsing their items', () => {
     const oneDocument = await insertImportJob(suite.pool, caller);
     const oneDocumentMessage: OutboundMessage = {
       key: String(oneDocument),
-      value: JSON.stringify({ ...ids, type: chunkMessageType, version: 1, payload: { ...identity(oneDocument), items: twoItems } }),
+      value: JSON.stringify({
+        ...ids,
+        type: chunkMessageType,
+        version: 1,
+        payload: { ...identity(oneDocument), items: twoItems },
+      }),
       headers: { 'message-type': chunkMessageType, 'message-version': '1', 'tenant-id': caller.tenantId },
     };
     // 3. The gateway's own form: 3 items, the last repeating the first one's external id.

@@ -12,7 +12,14 @@ const ids = { tenantId: crypto.randomUUID(), clientId: crypto.randomUUID(), requ
 const items = makeTargets(5, 'd').map((target, index) => ({ index, target }));
 const identity = { importJobId: '7', sourceSystem: 'erp', chunkIndex: 0, chunkCount: 1 };
 const asInbound = (m: OutboundMessage): InboundMessage =>
-  ({ topic: 't', partition: 0, offset: '0', key: null, value: Buffer.from(m.value), headers: m.headers }) as InboundMessage;
+  ({
+    topic: 't',
+    partition: 0,
+    offset: '0',
+    key: null,
+    value: Buffer.from(m.value),
+    headers: m.headers,
+  }) as InboundMessage;
 const gatewayChunk = (chunkItems = items) =>
   asInbound(chunkMessages('7', 'erp', cutIntoChunks(chunkItems, 1 << 20), ids)[0]!);
 /** A message with the gateway's headers and any value. */

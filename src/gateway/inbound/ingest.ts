@@ -20,7 +20,6 @@ export type IngestResult = ImportJobDto & { idempotentReplay: boolean };
 /** The import job a replayed key names, as stored. */
 type RecordedJob = NonNullable<Awaited<ReturnType<typeof findImportJobByKey>>>;
 
-
 /**
  * Records the import job and produces its chunks (see recordThenProduce); replays answer the same
  * job when its body's fingerprint is the one recorded, and are a 409 otherwise.

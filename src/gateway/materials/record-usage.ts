@@ -3,19 +3,19 @@ import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import { quantityDecimals } from '../../shared/materials/usage.js';
+import { loadUsages, type WorkOrderMaterialUsageDto } from '../../shared/materials/usage-record.js';
 import { usageMessageType, usageMessageVersion, type UsagePayload } from '../../shared/materials/usage-message.js';
 import { envelope, messageHeaders } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
 import { contentFingerprint } from '../http/fingerprint.js';
-import type { CreateMaterialUsageRequest, MaterialUsageResponse, WorkOrderMaterialUsageDto } from './schemas.js';
+import type { CreateMaterialUsageRequest, MaterialUsageResponse } from './schemas.js';
 import {
   findItems,
   findLocation,
   findUsageByEvent,
   findWorkOrder,
   insertUsage,
-  loadUsages,
   type ItemRow,
   type LocationRef,
   type WorkOrderRef,

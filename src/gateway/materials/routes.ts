@@ -18,9 +18,9 @@ import {
   externalWorkOrderIdParamsSchema,
   materialUsageResponseSchema,
   workOrderIdParamsSchema,
-  workOrderMaterialUsageSchema,
   type CreateMaterialUsageRequest,
 } from './schemas.js';
+import { workOrderMaterialUsageSchema } from '../../shared/materials/usage-record.js';
 import type { WorkOrderRef } from './store.js';
 import type { WriteDeps } from '../edge/record-then-produce.js';
 

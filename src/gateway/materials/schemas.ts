@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { instantSchema } from '../../shared/common-schemas.js';
 import {
-  materialUsageStatuses,
   maxExternalEventIdLength,
   maxExternalWorkOrderIdLength,
   maxInt32,
@@ -10,13 +9,17 @@ import {
   quantityDecimals,
   usedAtMaxFutureMs,
 } from '../../shared/materials/usage.js';
+import {
+  int32WorkOrderId,
+  materialUsageMaterialSchema,
+  materialUsageStatusSchema,
+} from '../../shared/materials/usage-record.js';
 
 // The contract of work-order material usage (spec parts 2 and 4). The material object and the
 // idempotency object have exactly the fields of spec part 2; the request, the response and the
 // read record are ours (spec: "not shown") and documented here.
 
-const int32Id = () =>
-  z.number().int().min(1).max(maxInt32).meta({ format: 'int32', description: 'Numeric work-order id (int32).' });
+const int32Id = int32WorkOrderId;
 
 // ---- path parameters ------------------------------------------------------------------
 
@@ -131,28 +134,6 @@ export type CreateMaterialUsageRequest = z.output<typeof createMaterialUsageRequ
 
 // ---- responses ------------------------------------------------------------------------
 
-export const materialUsageStatusSchema = z.enum(materialUsageStatuses).meta({
-  id: 'MaterialUsageStatus',
-  description:
-    'Pending: recorded (the POST answered 200) but the stock not moved yet; the materials worker books it, ' +
-    'normally within a second. Applied: the stock movements are booked and the balances show them. ' +
-    'Failed: the worker could not book it after retries (see failureReason); no stock moved. Applied and Failed are final.',
-});
-
-export const materialUsageMaterialSchema = z
-  .strictObject({
-    inventoryItemId: z.uuid(),
-    sku: z.string().nullable(),
-    name: z.string().nullable(),
-    quantity: z.number().meta({ description: 'Quantity used (positive), in unitOfMeasure.' }),
-    unitOfMeasure: z.string().nullable(),
-  })
-  .meta({
-    id: 'ConnectMaterialUsageMaterialDto',
-    description:
-      "A recorded material; sku and name are the item's current ones, unitOfMeasure the item's when recorded.",
-  });
-
 export const materialUsageIdempotencySchema = z
   .strictObject({
     externalEventId: z.string().nullable(),
@@ -175,23 +156,4 @@ export const materialUsageResponseSchema = z
   })
   .meta({ id: 'ConnectWorkOrderMaterialUsageResponse' });
 
-export const workOrderMaterialUsageSchema = z
-  .strictObject({
-    materialUsageId: z.uuid(),
-    workOrderId: int32Id(),
-    externalWorkOrderId: z.string(),
-    externalEventId: z.string(),
-    status: materialUsageStatusSchema,
-    failureReason: z.string().nullable().meta({ description: 'Why the usage Failed; null otherwise.' }),
-    inventoryLocationId: z.uuid(),
-    locationName: z.string().nullable(),
-    externalLocationCode: z.string().nullable(),
-    usedAt: z.iso.datetime().meta({ description: 'When the materials were used (as reported), UTC.' }),
-    recordedAt: z.iso.datetime().meta({ description: 'When the service recorded the usage (the POST), UTC.' }),
-    appliedAt: z.iso.datetime().nullable().meta({ description: 'When the stock was booked; null while Pending.' }),
-    materials: z.array(materialUsageMaterialSchema).meta({ description: 'In request order.' }),
-  })
-  .meta({ id: 'WorkOrderMaterialUsageDto', description: 'A material usage recorded on a work order.' });
-
 export type MaterialUsageResponse = z.infer<typeof materialUsageResponseSchema>;
-export type WorkOrderMaterialUsageDto = z.infer<typeof workOrderMaterialUsageSchema>;

@@ -1,5 +1,4 @@
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
-import type { WorkOrderMaterialUsageDto } from './schemas.js';
 
 // SQL of the material-usage operations at the edge.
 
@@ -95,46 +94,4 @@ export async function findUsageByEvent(
   );
   const r = rows[0];
   return r ? { id: r.id, requestHash: r.request_hash, workOrderId: r.work_order_id } : null;
-}
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-/** The usages of one work order (oldest use first), or one usage by id; always the tenant's own. */
-export async function loadUsages(
-  db: Db,
-  tenantId: string,
-  which: { workOrderId: number } | { usageId: string },
-): Promise<WorkOrderMaterialUsageDto[]> {
-  const [where, value] =
-    'usageId' in which ? ['u.id = $2', which.usageId] : ['u.work_order_id = $2', which.workOrderId];
-  const { rows } = await db.query(
-    `SELECT u.id, u.work_order_id, w.external_work_order_id, u.external_event_id, u.status, u.failure_reason,
-            u.location_id, l.name AS location_name, l.external_code, u.used_at, u.created_at, u.applied_at,
-            (SELECT json_agg(json_build_object('inventoryItemId', i.id, 'sku', i.sku, 'name', i.name,
-                                               'quantity', ml.quantity, 'unitOfMeasure', ml.unit_of_measure)
-                             ORDER BY ml.line_no)
-               FROM material_usage_lines ml JOIN inventory_items i ON i.id = ml.item_id
-              WHERE ml.material_usage_id = u.id) AS materials
-       FROM material_usages u
-       JOIN work_orders w ON w.id = u.work_order_id
-       JOIN inventory_locations l ON l.id = u.location_id
-      WHERE u.tenant_id = $1 AND ${where}
-      ORDER BY u.used_at, u.created_at, u.id`,
-    [tenantId, value],
-  );
-  return rows.map((r) => ({
-    materialUsageId: r.id,
-    workOrderId: r.work_order_id,
-    externalWorkOrderId: r.external_work_order_id,
-    externalEventId: r.external_event_id,
-    status: r.status,
-    failureReason: r.failure_reason,
-    inventoryLocationId: r.location_id,
-    locationName: r.location_name,
-    externalLocationCode: r.external_code,
-    usedAt: iso(r.used_at)!,
-    recordedAt: iso(r.created_at)!,
-    appliedAt: iso(r.applied_at),
-    materials: (r.materials ?? []).map((m: { quantity: number | string }) => ({ ...m, quantity: Number(m.quantity) })),
-  }));
 }

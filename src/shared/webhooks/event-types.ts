@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { workOrderMaterialUsageSchema } from '../materials/usage-record.js';
 
 // The webhook events, version 1. Types are `<resource>.<verb>` and stable: a change that is not
 // backwards compatible (a field removed or retyped) gets a new version, never a silent change;
@@ -65,34 +66,16 @@ export const fieldJobCreatedDataSchema = z
   })
   .meta({ id: 'WebhookFieldJobCreatedData', description: 'The field job the jobs worker materialised.' });
 
-export const materialsRecordedDataSchema = z
-  .strictObject({
-    materialUsageId: z.uuid(),
-    workOrderId: z.number().int(),
-    externalWorkOrderId: z.string(),
-    externalEventId: z.string().meta({ description: "The usage's externalEventId as sent." }),
+export const materialsRecordedDataSchema = workOrderMaterialUsageSchema
+  .extend({
     status: z.enum(['Applied']).meta({ description: 'Applied: the stock movements are booked.' }),
-    inventoryLocationId: z.uuid(),
-    externalLocationCode: z.string().nullable(),
-    usedAt: isoTime(),
-    recordedAt: isoTime(),
     appliedAt: isoTime(),
-    materials: z
-      .array(
-        z
-          .strictObject({
-            inventoryItemId: z.uuid(),
-            sku: z.string().nullable(),
-            quantity: z.number(),
-            unitOfMeasure: z.string().nullable(),
-          })
-          .meta({ id: 'WebhookMaterialLine' }),
-      )
-      .meta({ description: 'In request order.' }),
   })
   .meta({
     id: 'WebhookMaterialsRecordedData',
-    description: 'A work-order material usage whose stock movements the materials worker booked.',
+    description:
+      'A work-order material usage whose stock movements the materials worker booked: the usage as ' +
+      'GET …/material-usages answers it (WorkOrderMaterialUsageDto).',
   });
 
 export const appointmentStatusChangedDataSchema = z

@@ -1,3 +1,4 @@
+import { loadUsages } from '../materials/usage-record.js';
 import type { WebhookEventType } from './event-types.js';
 import { recordWebhookEvent, type Tx } from './outbox.js';
 
@@ -95,49 +96,16 @@ export async function recordFieldJobCreated(
  * marking it Applied, in the same transaction). The usage's client gets it.
  */
 export async function recordMaterialsRecorded(tx: Tx, materialUsageId: string): Promise<void> {
-  const { rows } = await tx.query(
-    `SELECT u.id, u.tenant_id, u.client_id, u.work_order_id, w.external_work_order_id, u.external_event_id,
-            u.status, u.location_id, l.external_code, u.used_at, u.created_at, u.applied_at,
-            (SELECT json_agg(json_build_object('inventoryItemId', i.id, 'sku', i.sku,
-                                               'quantity', ml.quantity, 'unitOfMeasure', ml.unit_of_measure)
-                             ORDER BY ml.line_no)
-               FROM material_usage_lines ml JOIN inventory_items i ON i.id = ml.item_id
-              WHERE ml.material_usage_id = u.id) AS materials
-       FROM material_usages u
-       JOIN work_orders w ON w.id = u.work_order_id
-       JOIN inventory_locations l ON l.id = u.location_id
-      WHERE u.id = $1`,
-    [materialUsageId],
-  );
+  const { rows } = await tx.query('SELECT tenant_id, client_id FROM material_usages WHERE id = $1', [materialUsageId]);
   const r = rows[0];
-  if (!r) throw new Error(`material usage ${materialUsageId} not found for its webhook event`);
+  const [usage] = r ? await loadUsages(tx, r.tenant_id, { usageId: materialUsageId }) : [];
+  if (usage?.status !== 'Applied' || !usage.appliedAt)
+    throw new Error(`material usage ${materialUsageId} not found Applied for its webhook event`);
   await recordWebhookEvent(tx, {
     tenantId: r.tenant_id,
     clientId: r.client_id,
     type: 'work_order.materials_recorded',
-    data: {
-      materialUsageId: r.id,
-      workOrderId: r.work_order_id,
-      externalWorkOrderId: r.external_work_order_id,
-      externalEventId: r.external_event_id,
-      status: 'Applied',
-      inventoryLocationId: r.location_id,
-      externalLocationCode: r.external_code,
-      usedAt: iso(r.used_at),
-      recordedAt: iso(r.created_at),
-      appliedAt: iso(r.applied_at ?? new Date()),
-      materials: (r.materials ?? []).map(
-        (m: {
-          inventoryItemId: string;
-          sku: string | null;
-          quantity: number | string;
-          unitOfMeasure: string | null;
-        }) => ({
-          ...m,
-          quantity: Number(m.quantity),
-        }),
-      ),
-    },
+    data: { ...usage, status: usage.status, appliedAt: usage.appliedAt },
   });
 }
 

@@ -38,13 +38,21 @@ const data: WebhookEventData = {
     externalWorkOrderId: 'WO-2026-00917',
     externalEventId: 'EVT-WO-2026-00917-1',
     status: 'Applied',
+    failureReason: null,
     inventoryLocationId: 'a4d1c3e2-9b8f-4a67-b5c0-1e2d3f4a5b6c',
+    locationName: 'Van 204',
     externalLocationCode: 'VAN-204',
     usedAt: '2026-11-23T10:12:00.000Z',
     recordedAt: '2026-11-23T10:12:04.871Z',
     appliedAt: '2026-11-23T10:12:05.030Z',
     materials: [
-      { inventoryItemId: '7c2e9a41-5f3b-4d6e-8a10-2b9c4e7d1f35', sku: 'FLT-200', quantity: 2, unitOfMeasure: 'pcs' },
+      {
+        inventoryItemId: '7c2e9a41-5f3b-4d6e-8a10-2b9c4e7d1f35',
+        sku: 'FLT-200',
+        name: 'Boiler filter 200',
+        quantity: 2,
+        unitOfMeasure: 'pcs',
+      },
     ],
   },
   'appointment_request.status_changed': {

@@ -18,7 +18,9 @@ export type ChunkToApply = { header: ChunkHeader; itemCount: number; rows: Buffe
 export function decodeChunk(message: InboundMessage): ChunkToApply {
   const version = message.headers['message-version'];
   if (version !== String(chunkRowsVersion))
-    throw new PermanentMessageError(`chunk version ${version ?? '(no message-version header)'} is not ${chunkRowsVersion}`);
+    throw new PermanentMessageError(
+      `chunk version ${version ?? '(no message-version header)'} is not ${chunkRowsVersion}`,
+    );
   const value = message.value ?? Buffer.alloc(0);
   const newline = value.indexOf(10);
   if (newline < 0) throw new PermanentMessageError('chunk has no header line');
