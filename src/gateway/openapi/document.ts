@@ -39,7 +39,8 @@ const tagDescriptions: Record<string, string> = {
   'Work-order materials': 'Materials used on work orders, booked against the inventory.',
   OAuth: 'OAuth 2.0 client credentials: access tokens for /connect/v1, and the public keys that verify them.',
   'Appointment requests': 'Customer appointment requests on /connect/v1 (OAuth access tokens): submit, read, cancel.',
-  Operations: 'Liveness, readiness, metrics and this document, for operators (no credentials).',
+  Operations:
+    'Liveness, readiness, metrics, this document and its rendering for people (/docs), for operators (no credentials).',
 };
 
 const tagOf = (name: string) => ({ name, ...(tagDescriptions[name] ? { description: tagDescriptions[name] } : {}) });
