@@ -8,6 +8,7 @@
  * | messageRetry    | 400, 800, 1600, 3200 (5 attempts) | a worker message's transient failure         |
  * | dependencyWait  | 200 … 5000                       | a worker waiting for PostgreSQL or Kafka     |
  * | edgeRecordWait  | 10 … 1000                        | a message whose edge record is not committed |
+ * | pushRetry       | 500 … 30000 (12 attempts)        | connect-push: a batch answered 429/503, or no answer, without Retry-After |
  */
 export type RetrySchedule = {
   /** The first wait. */
@@ -22,6 +23,7 @@ export const schedules = {
   messageRetry: { baseMs: 400, maxMs: 10_000, attempts: 5 },
   dependencyWait: { baseMs: 200, maxMs: 5000, attempts: Infinity },
   edgeRecordWait: { baseMs: 10, maxMs: 1000, attempts: Infinity },
+  pushRetry: { baseMs: 500, maxMs: 30_000, attempts: 12 },
 } satisfies Record<string, RetrySchedule>;
 
 /** The wait before attempt n + 1, after n failed attempts (n ≥ 1). */
