@@ -17,7 +17,13 @@ export function formatSummary(s: PushSummary): string {
     lines.push(`  rejected targets and reasons: ${s.rejectsPath} (${n(s.rejectsWritten)} lines)`);
   for (const failure of s.failures.slice(0, 10)) lines.push(`  not delivered: ${failure}`);
   if (s.failures.length > 10) lines.push(`  … and ${s.failures.length - 10} more batches not delivered`);
-  lines.push(succeeded(s) ? 'connect-push: done' : 'connect-push: FAILED (see above); a rerun sends nothing twice');
+  lines.push(
+    succeeded(s)
+      ? 'connect-push: done'
+      : s.undelivered > 0
+        ? 'connect-push: FAILED: some batches were not delivered; run the same command again (nothing is sent twice)'
+        : 'connect-push: finished, but not every target was taken (see the rejects file)',
+  );
   return lines.join('\n');
 }
 

@@ -70,7 +70,7 @@ function rejectsOf(
   // Rejected, yet neither listed nor invalid here (e.g. text PostgreSQL cannot store): say so.
   for (let i = 0; out.length < rejectedCount && i < batch.targets.length; i++)
     if (!found.has(i)) add(i, [{ field: null, message: fallback }]);
-  return out;
+  return out.sort((a, b) => a.line - b.line);
 }
 
 /** What the service's answer to a batch means for each of its targets. */

@@ -12,54 +12,50 @@ export type Counts = {
   undelivered: number;
 };
 
-export type Progress = {
-  /** After each answered batch (and each local reject). */
-  update(counts: Counts): void;
-  /** A message between progress updates (a failed batch, a retry). */
+export type Progress<C> = {
+  update(counts: C): void;
+  /** A message between progress updates (a failed batch, a phase). */
   note(text: string): void;
   stop(): void;
 };
 
-const format = (n: number) => n.toLocaleString('en-US');
+/** Rate (done per second since start) and ETA, for a describe function. */
+export type Pace = { perSecond: number; eta: string };
+
+const number = (n: number) => n.toLocaleString('en-US');
 
 /**
- * Progress on stderr: a bar (cli-progress) on a terminal; elsewhere a plain line per answered
- * batch, at most one every two seconds, so logs of large files stay readable.
+ * Progress on stderr: a bar (cli-progress) on a terminal; elsewhere a plain line at most every
+ * two seconds, so the logs of a large file stay readable. `describe` says what the counts mean.
  */
-export function createProgress(kind: 'bar' | 'lines', total: number | null, out = process.stderr): Progress {
+export function createProgress<C extends { done: number }>(
+  kind: 'bar' | 'lines',
+  total: number | null,
+  describe: (counts: C, pace: Pace) => string,
+  out: NodeJS.WritableStream = process.stderr,
+): Progress<C> {
   const started = Date.now();
-  const rate = (c: Counts) => Math.round(c.sent / Math.max(0.001, (Date.now() - started) / 1000));
+  const pace = (c: C): Pace => {
+    const perSecond = c.done / Math.max(0.001, (Date.now() - started) / 1000);
+    const left = total === null ? null : Math.max(0, total - c.done);
+    const eta = left === null || perSecond === 0 ? '' : `ETA ${Math.ceil(left / perSecond)} s`;
+    return { perSecond, eta };
+  };
   if (kind === 'bar') {
     const bars = new cliProgress.MultiBar(
-      {
-        stream: out,
-        format:
-          total === null
-            ? '{value} targets | sent {sent} | accepted {accepted} | rejected {rejected} | {rate}/s'
-            : '{bar} {percentage}% | {value}/{total} targets | sent {sent} | accepted {accepted} | rejected {rejected} | {rate}/s | ETA {eta_formatted}',
-        hideCursor: true,
-        etaBuffer: 50,
-      },
+      { stream: out, format: total === null ? '{text}' : '{bar} {percentage}% | {text}', hideCursor: true },
       cliProgress.Presets.shades_classic,
     );
-    const bar = bars.create(total ?? 0, 0, { sent: 0, accepted: 0, rejected: 0, rate: 0 });
+    const bar = bars.create(total ?? 0, 0, { text: '' });
     return {
-      update: (c) => bar.update(c.done, { ...c, rate: rate(c) }),
+      update: (c) => bar.update(c.done, { text: describe(c, pace(c)) }),
       note: (text) => bars.log(`${text}\n`),
       stop: () => bars.stop(),
     };
   }
   let last = 0;
-  const line = (c: Counts) => {
-    const perSecond = c.done / Math.max(0.001, (Date.now() - started) / 1000);
-    const eta = total && c.done > 0 ? `, ETA ${Math.ceil(Math.max(0, total - c.done) / perSecond)} s` : '';
-    const of = total ? `/${format(total)}` : '';
-    out.write(
-      `connect-push: ${format(c.done)}${of} targets, sent ${format(c.sent)}, accepted ${format(c.accepted)}, rejected ${format(c.rejected)}, ` +
-        `${format(rate(c))} targets/s${eta}\n`,
-    );
-  };
-  let latest: Counts | null = null;
+  let latest: C | null = null;
+  const line = (c: C) => out.write(`connect-push: ${describe(c, pace(c))}\n`);
   return {
     update(c) {
       latest = c;
@@ -73,3 +69,23 @@ export function createProgress(kind: 'bar' | 'lines', total: number | null, out 
     },
   };
 }
+
+/** The push phase: targets done of the total, sent, accepted, rejected, rate, ETA. */
+export const describePush =
+  (total: number | null) =>
+  (c: Counts, { perSecond, eta }: Pace): string =>
+    [
+      `${number(c.done)}${total === null ? '' : `/${number(total)}`} targets`,
+      `sent ${number(c.sent)}`,
+      `accepted ${number(c.accepted)}`,
+      `rejected ${number(c.rejected)}`,
+      ...(c.undelivered > 0 ? [`not delivered ${number(c.undelivered)}`] : []),
+      `${number(Math.round(perSecond))} targets/s`,
+      ...(eta ? [eta] : []),
+    ].join(' | ');
+
+/** The --wait phase: import jobs final of those created, targets applied and failed so far. */
+export const describeWait =
+  (jobs: number) =>
+  (c: { done: number; applied: number; failed: number }): string =>
+    `${number(c.done)}/${number(jobs)} import jobs final | applied ${number(c.applied)} | failed ${number(c.failed)}`;

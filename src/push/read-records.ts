@@ -38,6 +38,7 @@ async function* readCsv(input: Readable): AsyncGenerator<InputRecord> {
       skip_empty_lines: true,
       trim: true,
       info: true,
+      raw: true, // the text of a skipped row, for the rejects file
       // A malformed row (wrong number of cells, a bad quote) is a reject with its reason, not the end.
       skip_records_with_error: true,
       on_skip: (err, raw) => {
@@ -54,7 +55,10 @@ async function* readCsv(input: Readable): AsyncGenerator<InputRecord> {
     record: Record<string, string>;
     info: { lines: number };
   }>) {
-    yield* skipped.splice(0);
+    // Skipped rows are reported as the parser meets them, which can be ahead of the rows it yields.
+    const before = skipped.filter((s) => s.line < info.lines);
+    skipped.splice(0, before.length);
+    yield* before;
     yield { line: info.lines, target: csvRowToTarget(record) };
   }
   yield* skipped.splice(0);

@@ -3,7 +3,7 @@ import { createHttp } from './http.js';
 import { batchPath, readBatchLimits, type BatchLimits } from './limits.js';
 import { outcomeOf } from './outcome.js';
 import type { PushOptions } from './options.js';
-import { createProgress, type Counts } from './progress.js';
+import { createProgress, describePush, describeWait, type Counts } from './progress.js';
 import { countRecords, openInput, readRecords } from './read-records.js';
 import { openRejectsFile } from './rejects-file.js';
 import { waitForJobs, type SentJob, type WaitResult } from './wait-jobs.js';
@@ -37,7 +37,7 @@ export async function push(options: PushOptions, signal: AbortSignal): Promise<P
   const { used: limits } = await readBatchLimits(http, options);
   const total = await countRecords(options.input, options.format);
   const rejects = openRejectsFile(options.rejectsPath);
-  const progress = createProgress(options.progress, total);
+  const progress = createProgress(options.progress, total, describePush(total));
   const counts: Counts = { done: 0, sent: 0, accepted: 0, rejected: 0, undelivered: 0 };
   const summary = { batches: 0, replayedBatches: 0, failures: [] as string[] };
   const jobs: SentJob[] = [];
@@ -108,14 +108,9 @@ export async function push(options: PushOptions, signal: AbortSignal): Promise<P
   let waited: WaitResult | null = null;
   if (options.wait && jobs.length > 0) {
     jobs.sort((a, b) => a.importJobId - b.importJobId);
-    const waiting = createProgress(options.progress, jobs.length);
-    waiting.note(`waiting for ${jobs.length} import jobs`);
-    waited = await waitForJobs(
-      http,
-      jobs,
-      (done) => waiting.update({ done, sent: done, accepted: 0, rejected: 0, undelivered: 0 }),
-      signal,
-    );
+    const waiting = createProgress(options.progress, jobs.length, describeWait(jobs.length));
+    waiting.note(`waiting for ${jobs.length} import jobs to finish`);
+    waited = await waitForJobs(http, jobs, (counts) => waiting.update(counts), signal);
     waiting.stop();
     for (const failure of waited.failures) await rejects.write(failure);
   }

@@ -24,7 +24,7 @@ export type WaitResult = { applied: number; failed: number; failures: RejectLine
 export async function waitForJobs(
   http: Http,
   jobs: readonly SentJob[],
-  onProgress: (done: number) => void,
+  onProgress: (counts: { done: number; applied: number; failed: number }) => void,
   signal: AbortSignal,
   pollMs = 500,
 ): Promise<WaitResult> {
@@ -58,7 +58,7 @@ export async function waitForJobs(
       }
       await sleep(pollMs, undefined, { signal });
     }
-    onProgress(done + 1);
+    onProgress({ done: done + 1, applied: result.applied, failed: result.failed });
   }
   return result;
 }

@@ -54,15 +54,19 @@ afterAll(async () => {
 type Run = { child: ChildProcess; stdout: () => string; exit: Promise<{ code: number | null; signal: string | null }> };
 
 function runUploader(...args: string[]): Run {
-  const child = spawn(process.execPath, ['bin/connect-push.mjs', file, '--plain', ...args], {
-    env: {
-      ...process.env,
-      CONNECT_URL: suite.gateway.url,
-      CONNECT_API_KEY: suite.demo.clients.all!.apiKey,
-      CONNECT_SOURCE_SYSTEM: sourceSystem,
+  const child = spawn(
+    process.execPath,
+    ['bin/connect-push.mjs', ...(args[0] === '-' ? [] : [file]), '--plain', ...args],
+    {
+      env: {
+        ...process.env,
+        CONNECT_URL: suite.gateway.url,
+        CONNECT_API_KEY: suite.demo.clients.all!.apiKey,
+        CONNECT_SOURCE_SYSTEM: sourceSystem,
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  );
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
@@ -147,5 +151,36 @@ describe('connect-push', () => {
     const noPlace = rejects.find((r) => r.externalId === 'push-7')!;
     expect(noPlace.reasons[0]!.message).toMatch(/address, coordinates or both/);
     expect(noPlace.line).toBe(8); // push-0 … push-7 on lines 1 … 8
+  });
+
+  it('reads CSV from stdin, stores the valid rows and lists the invalid one with its reason', async () => {
+    const rejectsPath = join(dir, 'stdin.rejects.ndjson');
+    const run = runUploader('-', '--format', 'csv', '--rejects', rejectsPath, '--source-system', 'push-csv', '--wait');
+    run.child.stdin!.end(
+      'externalId,name,latitude,longitude,address.line1,address.city,address.countryCode,tags\n' +
+        'csv-1,Boiler room,52.53,13.38,,,,boiler|gas\n' +
+        'csv-2,Roof unit,,,Hauptstraße 14,Berlin,DE,\n' +
+        'csv-3,Nowhere,,,,,,\n',
+    );
+    const { code } = await run.exit;
+    expect(code, run.stdout()).toBe(1);
+    const { rows } = await suite.pool.query(
+      `SELECT external_id, latitude, address, tags FROM targets WHERE source_system = 'push-csv' ORDER BY external_id`,
+    );
+    expect(rows).toEqual([
+      { external_id: 'csv-1', latitude: 52.53, address: null, tags: ['boiler', 'gas'] },
+      { external_id: 'csv-2', latitude: null, address: expect.objectContaining({ city: 'Berlin' }), tags: [] },
+    ]);
+    const rejects = (await readFile(rejectsPath, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(rejects).toEqual([
+      expect.objectContaining({
+        line: 4,
+        externalId: 'csv-3',
+        reasons: [expect.objectContaining({ field: 'address' })],
+      }),
+    ]);
   });
 });
