@@ -1,3 +1,5 @@
+import { jsonOrText } from './json-or-text.js';
+
 /** Columns whose cells are numbers. */
 const numeric = new Set([
   'coordinates.latitude',
@@ -26,19 +28,11 @@ export function csvRowToTarget(row: Record<string, string>): Record<string, unkn
     let value: unknown = cell;
     if (numeric.has(column) && /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(cell.trim())) value = Number(cell);
     else if (name === 'tags') value = cell.split('|');
-    else if (json.has(name)) value = parseJsonCell(cell);
+    else if (json.has(name)) value = jsonOrText(cell);
     const path = name.split('.');
     let at = target;
     for (const key of path.slice(0, -1)) at = (at[key] ??= Object.create(null)) as Record<string, unknown>;
     at[path.at(-1)!] = value;
   }
   return target;
-}
-
-function parseJsonCell(cell: string): unknown {
-  try {
-    return JSON.parse(cell);
-  } catch {
-    return cell;
-  }
 }

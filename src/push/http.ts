@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs, mayRetry, schedules } from '../shared/retry.js';
+import { jsonOrText } from './json-or-text.js';
 
 /** The service refused the key, the scope or the limits: no batch can succeed, so the run stops (exit 2). */
 export class FatalError extends Error {}
@@ -49,7 +50,7 @@ export function createHttp(baseUrl: string, apiKey: string, signal: AbortSignal)
             ...(init.body ? { body: init.body } : {}),
           });
           const text = await res.text();
-          answer = { status: res.status, headers: res.headers, body: parseJson(text) };
+          answer = { status: res.status, headers: res.headers, body: jsonOrText(text) };
           if (!retryable.has(res.status)) return checked(answer);
           reason = `${res.status} ${errorMessage(answer.body)}`;
         } catch (err) {
@@ -72,14 +73,6 @@ function checked(answer: Answer): Answer {
   if (answer.status === 401 || answer.status === 403)
     throw new FatalError(`the service refused the API key (${answer.status}): ${errorMessage(answer.body)}`);
   return answer;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
 
 /** The message of the standard error shape, or the body as text. */

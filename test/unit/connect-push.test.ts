@@ -110,36 +110,25 @@ describe('connect-push answers', () => {
     idempotencyKey: 'k',
   };
   const answer = (status: number, body: unknown) => ({ status, body, headers: new Headers() });
+  const noPlace = { index: 1, field: 'address', message: 'give an address, coordinates or both' };
+  /** The service's 200: an import job of this batch, one target accepted, two rejected. */
+  const importJob = (replay: boolean, errors: object[], errorsOmitted: number) =>
+    answer(200, {
+      importJobId: 9,
+      idempotentReplay: replay,
+      counts: { accepted: 1, rejected: 2 },
+      errors,
+      errorsOmitted,
+    });
 
   it('maps a 200 import job’s item errors to input lines; finds unlisted rejects with the shared schema', () => {
-    const listed = outcomeOf(
-      batch,
-      answer(200, {
-        importJobId: 9,
-        idempotentReplay: true,
-        counts: { accepted: 1, rejected: 2 },
-        errors: [
-          { index: 1, field: 'address', message: 'give an address, coordinates or both' },
-          { index: 2, field: 'name', message: 'Required' },
-        ],
-        errorsOmitted: 0,
-      }),
-    );
+    const listed = outcomeOf(batch, importJob(true, [noPlace, { index: 2, field: 'name', message: 'Required' }], 0));
     expect(listed).toMatchObject({ accepted: 1, importJobId: 9, replay: true, undelivered: 0 });
     expect(listed.rejected.map((r) => [r.line, r.externalId, r.reasons[0]!.field])).toEqual([
       [6, 'bad-1', 'address'],
       [7, 'bad-2', 'name'],
     ]);
-    const omitted = outcomeOf(
-      batch,
-      answer(200, {
-        importJobId: 9,
-        idempotentReplay: false,
-        counts: { accepted: 1, rejected: 2 },
-        errors: [{ index: 1, field: 'address', message: 'give an address, coordinates or both' }],
-        errorsOmitted: 1,
-      }),
-    );
+    const omitted = outcomeOf(batch, importJob(false, [noPlace], 1));
     expect(omitted.rejected.map((r) => r.line)).toEqual([6, 7]);
     expect(omitted.rejected[1]!.reasons.some((r) => r.field === 'name')).toBe(true);
   });
