@@ -60,7 +60,8 @@ export async function push(options: PushOptions, signal: AbortSignal): Promise<P
       progress.note(outcome.failure);
     }
     if (outcome.importJobId !== null) {
-      const rejectedIndexes = new Set(outcome.rejected.map((r) => batch.lines.indexOf(r.line)));
+      const indexOfLine = new Map(batch.lines.map((line, index) => [line, index]));
+      const rejectedIndexes = new Set(outcome.rejected.map((r) => indexOfLine.get(r.line)!));
       jobs.push({ importJobId: outcome.importJobId, lines: batch.lines, rejectedIndexes });
     }
     progress.update(counts);
