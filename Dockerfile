@@ -22,9 +22,9 @@ ARG NODE_IMAGE=node:${NODE_VERSION}-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: the only packages with install scripts (esbuild,
-# protobufjs) are dev/test tools that package.json's "allowScripts" denies anyway, and tsc
-# needs none of them. (npm 10 in this image does not read "allowScripts" itself.)
+# --ignore-scripts: the only packages with install scripts (esbuild, protobufjs: dev/test tools;
+# core-js, under redoc: a donation notice) are denied by package.json's "allowScripts" anyway, and
+# tsc needs none of them. (npm 10 in this image does not read "allowScripts" itself.)
 RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=extra_ca \
     if [ -s /run/secrets/extra_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/extra_ca; fi && \
     npm ci --ignore-scripts --no-audit --no-fund

@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger.js';
 import { appointmentRoutes } from './appointments/routes.js';
 import { createApiKeyAuthenticator } from './auth/authenticate.js';
 import { createKeyRecords } from './auth/key-records.js';
+import { docsRoutes } from './docs/routes.js';
 import { createDependencyChecks } from './health/checks.js';
 import { healthRoutes } from './health/routes.js';
 import { accessLog } from './http/access-log.js';
@@ -79,6 +80,7 @@ export function allRoutes(
           topicPartitions: deps.config.kafkaTopicPartitions,
         })),
     }),
+    ...docsRoutes(),
   ];
   return routes;
 }

@@ -57,7 +57,7 @@ describe('the served OpenAPI document', () => {
         expect(op.responses['500']).toBeDefined();
       }
     }
-    for (const path of ['/livez', '/readyz', '/metrics', '/openapi.json', '/api/v1/integration/health']) {
+    for (const path of ['/livez', '/readyz', '/metrics', '/openapi.json', '/docs', '/api/v1/integration/health']) {
       expect(doc.paths[path]?.get, path).toBeDefined();
     }
   });

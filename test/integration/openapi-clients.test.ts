@@ -71,6 +71,8 @@ describe('the OpenAPI document as integrators use it', () => {
     // The exception redocly.yaml names: no credentials, no input, so no 4xx.
     expect(without4xx.sort()).toEqual([
       'GET /connect/v1/.well-known/jwks.json',
+      'GET /docs',
+      'GET /docs/redoc.standalone.js',
       'GET /livez',
       'GET /metrics',
       'GET /openapi.json',

@@ -13,6 +13,7 @@ export const inboundTargetBatchSchema = (maxTargets: number) =>
       targets: z
         .array(targetItemSchema)
         .min(1)
+        .max(maxTargets) // documentation only: the route counts targets itself (413 beyond)
         .meta({ description: `1 … ${maxTargets} targets (more: 413).` }),
     })
     .meta({ id: 'InboundTargetBatchDto' });

@@ -39,7 +39,8 @@ const tagDescriptions: Record<string, string> = {
   'Work-order materials': 'Materials used on work orders, booked against the inventory.',
   OAuth: 'OAuth 2.0 client credentials: access tokens for /connect/v1, and the public keys that verify them.',
   'Appointment requests': 'Customer appointment requests on /connect/v1 (OAuth access tokens): submit, read, cancel.',
-  Operations: 'Liveness, readiness, metrics and this document, for operators (no credentials).',
+  Operations:
+    'Liveness, readiness, metrics, this document and its rendering for people (/docs), for operators (no credentials).',
 };
 
 const tagOf = (name: string) => ({ name, ...(tagDescriptions[name] ? { description: tagDescriptions[name] } : {}) });
@@ -105,7 +106,11 @@ function errorStatusesOf(route: RouteDefinition): number[] {
 }
 
 /** The operation object of a route; the names of the error examples it refers to go into `usedExamples`. */
-function operation(route: RouteDefinition, usedExamples: Set<string>): ZodOpenApiOperationObject {
+function operation(
+  route: RouteDefinition,
+  usedExamples: Set<string>,
+  bodyLimitBytes: number,
+): ZodOpenApiOperationObject {
   const scope = scopeOf(route.method, route.path);
   const successHeaders = { ...idHeaders, ...(route.auth !== 'none' ? rateLimitHeaders : {}) };
   const examples = operationExamples[route.operationId];
@@ -156,6 +161,8 @@ function operation(route: RouteDefinition, usedExamples: Set<string>): ZodOpenAp
             required: true,
             content: content(route.body, route.requestMediaTypes ?? acceptedRequestMediaTypes, examples?.request),
           },
+          // Machine-readable, for uploaders that cut their data to fit (e.g. connect-push).
+          'x-max-body-bytes': route.bodyLimitBytes ?? bodyLimitBytes,
         }
       : {}),
     responses,
@@ -243,7 +250,7 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], limits:
   const paths: ZodOpenApiPathsObject = {};
   const usedExamples = new Set<string>();
   for (const route of routes) {
-    paths[route.path] = { ...paths[route.path], [route.method]: operation(route, usedExamples) };
+    paths[route.path] = { ...paths[route.path], [route.method]: operation(route, usedExamples, limits.bodyLimitBytes) };
   }
   return createDocument({
     openapi: '3.1.0',

@@ -412,4 +412,14 @@ export const operationExamples: Record<string, OperationExamples> = {
   getOpenApiDocument: {
     responses: { 200: { openapi: '3.1.0', info: { title: 'Connect Integration Service', version: '1.4.0' } } },
   },
+  getApiReference: {
+    responses: {
+      200: '<!doctype html>\n<html lang="en">\n<head>…</head>\n<body>\n<redoc spec-url="/openapi.json"></redoc>\n<script src="/docs/redoc.standalone.js"></script>\n</body>\n</html>\n',
+    },
+  },
+  getApiReferenceRenderer: {
+    responses: {
+      200: '/*! For license information please see redoc.standalone.js.LICENSE.txt */\n!function(e,t){…}(this,…);\n',
+    },
+  },
 };

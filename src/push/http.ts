@@ -1,0 +1,83 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs, mayRetry, schedules } from '../shared/retry.js';
+import { jsonOrText } from './json-or-text.js';
+
+/** The service refused the key, the scope or the limits: no batch can succeed, so the run stops (exit 2). */
+export class FatalError extends Error {}
+
+export type Answer = { status: number; body: unknown; headers: Headers };
+
+/** Statuses worth another attempt: the service (or a proxy before it) could not take the request now. */
+const retryable = new Set([429, 502, 503, 504]);
+
+/** Retry-After in ms (delta-seconds or an HTTP date), or null when absent or unreadable. */
+export function retryAfterMs(value: string | null, now = Date.now()): number | null {
+  if (!value) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+export type Http = {
+  request(
+    method: 'GET' | 'POST',
+    path: string,
+    init?: { body?: Buffer; headers?: Record<string, string> },
+  ): Promise<Answer>;
+  /** Attempts that were answered 429/503 or not at all, and retried (for the summary). */
+  retries(): number;
+};
+
+/**
+ * Requests to the gateway with the API key. A 429, 502/503/504 or a failed connection is tried
+ * again after Retry-After when the answer gives one, else after the pushRetry schedule's wait;
+ * 401 and 403 end the run. The same request is sent again byte for byte, so an Idempotency-Key
+ * makes the retry safe.
+ */
+export function createHttp(baseUrl: string, apiKey: string, signal: AbortSignal): Http {
+  let retried = 0;
+  return {
+    retries: () => retried,
+    async request(method, path, init = {}) {
+      for (let failures = 0; ;) {
+        let answer: Answer | null = null;
+        let reason: string;
+        try {
+          const res = await fetch(`${baseUrl}${path}`, {
+            method,
+            signal,
+            headers: { Authorization: `Bearer ${apiKey}`, Accept: 'application/json', ...init.headers },
+            ...(init.body ? { body: init.body } : {}),
+          });
+          const text = await res.text();
+          answer = { status: res.status, headers: res.headers, body: jsonOrText(text) };
+          if (!retryable.has(res.status)) return checked(answer);
+          reason = `${res.status} ${errorMessage(answer.body)}`;
+        } catch (err) {
+          if (signal.aborted) throw err;
+          reason = (err as Error).cause ? String((err as Error).cause) : (err as Error).message;
+        }
+        failures++;
+        if (!mayRetry(schedules.pushRetry, failures))
+          return answer ?? { status: 0, headers: new Headers(), body: { error: { message: reason } } };
+        retried++;
+        const wait =
+          retryAfterMs(answer?.headers.get('retry-after') ?? null) ?? backoffMs(schedules.pushRetry, failures);
+        await sleep(wait, undefined, { signal });
+      }
+    },
+  };
+}
+
+function checked(answer: Answer): Answer {
+  if (answer.status === 401 || answer.status === 403)
+    throw new FatalError(`the service refused the API key (${answer.status}): ${errorMessage(answer.body)}`);
+  return answer;
+}
+
+/** The message of the standard error shape, or the body as text. */
+export function errorMessage(body: unknown): string {
+  const error = (body as { error?: { code?: string; message?: string } } | null)?.error;
+  if (error?.message) return error.code ? `${error.code}: ${error.message}` : error.message;
+  return typeof body === 'string' ? body.slice(0, 200) : (JSON.stringify(body)?.slice(0, 200) ?? '');
+}
