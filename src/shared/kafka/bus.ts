@@ -5,11 +5,13 @@ import type { Logger } from '../logger.js';
 import { withTimeout } from '../timeout.js';
 import { isBrokerUnreachable, isSendTimeout, trackBrokerAvailability } from './availability.js';
 import { createConsumerGroup, type ConsumerGroup, type ConsumerGroupOptions } from './consumer-group.js';
+export { type PartitionOffsets, type StoredMessage } from './topic-reader.js';
 import { kafkajsLogCreator } from './kafkajs-logging.js';
 import { createThreadedProducer } from './producer-thread.js';
 import { memoConnect } from './memo-connect.js';
 import { partitionCounts } from './partitions.js';
 import { createSerialProducer, durableProducer } from './serial-producer.js';
+import { partitionOffsets, readWholeTopic, type PartitionOffsets, type StoredMessage } from './topic-reader.js';
 import { injectInto } from '../tracing/context.js';
 import {
   accessDeniedReason,
@@ -73,6 +75,10 @@ export interface MessageBus {
    * beginning). Throws when the broker does not answer within timeoutMs.
    */
   consumerLag(groupId: string, topics: string[], timeoutMs: number): Promise<PartitionLag[]>;
+  /** Each partition's low and high watermark ([] when the topic does not exist); fails after timeoutMs. */
+  topicOffsets(topic: string, timeoutMs: number): Promise<PartitionOffsets[]>;
+  /** Every message the topic holds now, in partition and offset order ([] when it does not exist). */
+  readTopic(topic: string, timeoutMs: number): Promise<StoredMessage[]>;
   consumerGroup(groupId: string, options?: ConsumerGroupOptions): ConsumerGroup;
   close(): Promise<void>;
 }
@@ -340,6 +346,22 @@ export function createKafkaBus({
         );
       };
       return withTimeout(read(), timeoutMs, 'kafka consumer lag');
+    },
+
+    // Through the probe's client, as consumerLag (metrics read it at scrape time).
+    async topicOffsets(topic, timeoutMs) {
+      const read = async () => {
+        await connectProbe();
+        if (!(await probe.listTopics()).includes(topic)) return [];
+        return partitionOffsets(probe, topic);
+      };
+      return withTimeout(read(), timeoutMs, `offsets of ${topic}`);
+    },
+
+    async readTopic(topic, timeoutMs) {
+      await connectAdmin();
+      if (!(await admin.listTopics()).includes(topic)) return [];
+      return readWholeTopic(kafka, admin, topic, timeoutMs);
     },
 
     consumerGroup(groupId, options = {}) {
