@@ -1,6 +1,9 @@
 // The headers a dead letter carries besides its message's own (written by the consumer loop,
 // src/workers/consumer-loop.ts), and the one a replayed message carries.
 
+/** Where a topic's dead letters go. */
+export const deadLetterTopic = (topic: string) => `${topic}.dlq`;
+
 export const deadLetterHeaders = {
   /** The last error's message (at most 1000 characters). */
   error: 'x-dlq-error',

@@ -57,7 +57,9 @@ export async function applyChunk(
     if (!job) return 'orphan';
     const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
     const revived =
-      claimed.rowCount === 0 && revive !== null && (await tx.query(reviveChunk, [importJobId, chunkIndex, itemCount])).rowCount === 1;
+      claimed.rowCount === 0 &&
+      revive !== null &&
+      (await tx.query(reviveChunk, [importJobId, chunkIndex, itemCount])).rowCount === 1;
     if (claimed.rowCount === 0 && !revived) return 'duplicate';
     const owner = [header.tenantId, sourceSystem, importJobId]; // $1–$3 of either upsert
     let outcome: ChunkOutcome = 'upserted';

@@ -23,6 +23,8 @@ export type ScrapeSources = {
   webhookQueueDepth?: () => Promise<number>;
   /** Import jobs per status (statuses not listed count 0). */
   importJobsByStatus?: () => Promise<Map<string, number>>;
+  /** Dead letters of each of these dead-letter topics not yet replayed or purged. */
+  deadLetters?: { topics: string[]; read(topic: string): Promise<number> };
 };
 
 export type WorkerRegistry = WorkerMetrics & { registry: Registry };
@@ -152,6 +154,33 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     });
   }
 
+  const deadLetterSource = sources.deadLetters;
+  if (deadLetterSource) {
+    const deadLetters: Gauge<'topic'> = new Gauge({
+      name: 'connect_dead_letters',
+      help: 'Messages a dead-letter topic retains (high minus low watermark) minus those replayed or purged, read at scrape time',
+      labelNames: ['topic'] as const,
+      registers: [registry],
+      collect: () =>
+        reading(
+          Promise.all(
+            deadLetterSource.topics.map((topic) =>
+              deadLetterSource.read(topic).then(
+                (n) => ({ topic, n }),
+                () => ({ topic, n: null }),
+              ),
+            ),
+          ).then((results) => {
+            deadLetters.reset();
+            for (const { topic, n } of results) {
+              if (n === null) queryErrors.inc({ metric: 'connect_dead_letters' });
+              else deadLetters.set({ topic }, n);
+            }
+          }),
+        ),
+    });
+  }
+
   if (lagSource) {
     lagErrors = new Counter({
       name: 'kafka_consumer_lag_errors_total',
@@ -171,6 +200,7 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
   });
   if (depthSource) queryErrors.inc({ metric: 'webhook_queue_depth' }, 0);
   if (jobsSource) queryErrors.inc({ metric: 'import_jobs' }, 0);
+  if (deadLetterSource) queryErrors.inc({ metric: 'connect_dead_letters' }, 0);
 
   return {
     registry,
