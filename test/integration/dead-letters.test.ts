@@ -75,8 +75,10 @@ async function cli(...argv: string[]): Promise<any> {
 }
 
 const kind = (name: string) => deadLetterKinds(suite.config).find((k) => k.name === name)!;
-const depth = async (name: string) =>
-  queries.deadLetterDepth(kind(name).dlqTopic, await bus.topicOffsets(kind(name).dlqTopic, 10_000));
+const depth = async (name: string) => {
+  const topic = kind(name).dlqTopic;
+  return (await queries.deadLetterDepths(new Map([[topic, await bus.topicOffsets(topic, 10_000)]]))).get(topic);
+};
 const events = async (type: string, field: string, id: string) =>
   (
     await suite.pool.query(
@@ -114,7 +116,9 @@ const apiKey = () => suite.demo.clients.all!.apiKey;
 
 describe('dead letters (issue 27)', () => {
   it('inbound: list, filter, show, dry run, replay one then the rest; counters exact, one event, a second delivery changes nothing', async () => {
-    await suite.pool.query(`ALTER TABLE targets ADD CONSTRAINT dlq_test_targets CHECK (name NOT LIKE 'POISON%') NOT VALID`);
+    await suite.pool.query(
+      `ALTER TABLE targets ADD CONSTRAINT dlq_test_targets CHECK (name NOT LIKE 'POISON%') NOT VALID`,
+    );
     const targets = makeTargets(10, 'dlq', 7).map((t, i) => ({
       ...t,
       name: i >= 4 ? `POISON ${t.name}` : t.name,
@@ -279,7 +283,9 @@ describe('dead letters (issue 27)', () => {
   });
 
   it('express inbound: a Failed single-target job becomes Completed, import_job.failed then import_job.completed once each', async () => {
-    await suite.pool.query(`ALTER TABLE targets ADD CONSTRAINT dlq_test_express CHECK (name NOT LIKE 'POISON%') NOT VALID`);
+    await suite.pool.query(
+      `ALTER TABLE targets ADD CONSTRAINT dlq_test_express CHECK (name NOT LIKE 'POISON%') NOT VALID`,
+    );
     const [target] = makeTargets(1, 'dlq-express', 9);
     const res = await suite.api.post('/api/v1/inbound/targets', {
       headers: bearer(apiKey()),
@@ -317,7 +323,9 @@ describe('dead letters (issue 27)', () => {
   });
 
   it('materials: purge one (hidden, recorded, depth down), replay the other: the usage is booked once', async () => {
-    await suite.pool.query(`ALTER TABLE stock_movements ADD CONSTRAINT dlq_test_moves CHECK (quantity_delta <> -7.25) NOT VALID`);
+    await suite.pool.query(
+      `ALTER TABLE stock_movements ADD CONSTRAINT dlq_test_moves CHECK (quantity_delta <> -7.25) NOT VALID`,
+    );
     const wo = suite.demo.workOrders[0]!;
     const record = async (eventId: string) => {
       const res = await suite.api.post(materialsPath.byId(wo.workOrderId), {
@@ -381,7 +389,9 @@ describe('dead letters (issue 27)', () => {
   });
 
   it('jobs and appointments: the failed request is materialised, the Failed appointment validated, their events once', async () => {
-    await suite.pool.query(`ALTER TABLE field_jobs ADD CONSTRAINT dlq_test_jobs CHECK (title <> 'POISON job') NOT VALID`);
+    await suite.pool.query(
+      `ALTER TABLE field_jobs ADD CONSTRAINT dlq_test_jobs CHECK (title <> 'POISON job') NOT VALID`,
+    );
     await suite.pool.query(
       `ALTER TABLE appointment_requests ADD CONSTRAINT dlq_test_appointments CHECK (status <> 'Validated' OR external_reference NOT LIKE 'POISON%') NOT VALID`,
     );

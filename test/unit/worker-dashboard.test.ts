@@ -75,7 +75,7 @@ describe('Grafana dashboard of the workers', () => {
         consumerLag: { groups: [{ groupId: 'g', topics: ['t'] }], read: async () => [] },
         webhookQueueDepth: async () => 0,
         importJobsByStatus: async () => new Map(),
-        deadLetters: { topics: ['t.dlq'], read: async () => 0 },
+        deadLetters: { topics: ['t.dlq'], read: async () => new Map([['t.dlq', 0]]) },
       },
     ).registry;
     const exposed = exposedNames(await registry.metrics());

@@ -34,12 +34,13 @@ export const listActions = `
    ORDER BY id DESC LIMIT $1`;
 
 /**
- * How many of a dead-letter topic's ($1) retained messages are handled: $2 partitions with their
- * low ($3) and high ($4) watermarks (the connect_dead_letters metric subtracts these).
+ * How many retained messages of each dead-letter topic are handled: one row per partition ($1
+ * topics, $2 partitions, $3 low and $4 high watermarks); the connect_dead_letters metric
+ * subtracts these.
  */
 export const countHandledRetained = `
-  SELECT count(*)::int AS handled
-    FROM dead_letters_handled h
-    JOIN unnest($2::int[], $3::bigint[], $4::bigint[]) AS p(partition, low, high)
-      ON h.dlq_partition = p.partition AND h.dlq_offset >= p.low AND h.dlq_offset < p.high
-   WHERE h.dlq_topic = $1`;
+  SELECT p.topic, count(*)::int AS handled
+    FROM unnest($1::text[], $2::int[], $3::bigint[], $4::bigint[]) AS p(topic, partition, low, high)
+    JOIN dead_letters_handled h
+      ON h.dlq_topic = p.topic AND h.dlq_partition = p.partition AND h.dlq_offset >= p.low AND h.dlq_offset < p.high
+   GROUP BY p.topic`;

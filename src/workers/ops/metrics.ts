@@ -24,7 +24,7 @@ export type ScrapeSources = {
   /** Import jobs per status (statuses not listed count 0). */
   importJobsByStatus?: () => Promise<Map<string, number>>;
   /** Dead letters of each of these dead-letter topics not yet replayed or purged. */
-  deadLetters?: { topics: string[]; read(topic: string): Promise<number> };
+  deadLetters?: { topics: string[]; read(topics: string[]): Promise<Map<string, number>> };
 };
 
 export type WorkerRegistry = WorkerMetrics & { registry: Registry };
@@ -163,20 +163,16 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
       registers: [registry],
       collect: () =>
         reading(
-          Promise.all(
-            deadLetterSource.topics.map((topic) =>
-              deadLetterSource.read(topic).then(
-                (n) => ({ topic, n }),
-                () => ({ topic, n: null }),
-              ),
-            ),
-          ).then((results) => {
-            deadLetters.reset();
-            for (const { topic, n } of results) {
-              if (n === null) queryErrors.inc({ metric: 'connect_dead_letters' });
-              else deadLetters.set({ topic }, n);
-            }
-          }),
+          deadLetterSource.read(deadLetterSource.topics).then(
+            (depths) => {
+              deadLetters.reset();
+              for (const [topic, n] of depths) deadLetters.set({ topic }, n);
+            },
+            () => {
+              deadLetters.reset();
+              queryErrors.inc({ metric: 'connect_dead_letters' });
+            },
+          ),
         ),
     });
   }

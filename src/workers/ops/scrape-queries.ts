@@ -1,6 +1,6 @@
 // PostgreSQL readings of a worker's /metrics and /readyz, on a small pool of their own: a scrape
 // never waits for a connection behind the applies, and applies never wait behind a scrape.
-import { deadLetterDepth } from '../../shared/dead-letters/depth.js';
+import { deadLetterDepths } from '../../shared/dead-letters/depth.js';
 import { createPool, type Pool } from '../../shared/db/pool.js';
 import type { PartitionOffsets } from '../../shared/kafka/bus.js';
 import type { Logger } from '../../shared/logger.js';
@@ -20,8 +20,8 @@ export type ScrapeQueries = {
   ping(): Promise<void>;
   webhookQueueDepth(): Promise<number>;
   importJobsByStatus(): Promise<Map<string, number>>;
-  /** Dead letters of a topic not replayed or purged, given its watermarks (shared/dead-letters/depth.ts). */
-  deadLetterDepth(topic: string, offsets: PartitionOffsets[]): Promise<number>;
+  /** Dead letters of each topic not replayed or purged, given their watermarks (shared/dead-letters/depth.ts). */
+  deadLetterDepths(offsets: Map<string, PartitionOffsets[]>): Promise<Map<string, number>>;
   close(): Promise<void>;
 };
 
@@ -46,8 +46,8 @@ export function createScrapeQueries(databaseUrl: string, timeoutMs: number, logg
       query<{ status: string; jobs: string }>(countImportJobsByStatus, 'import jobs by status').then(
         (rows) => new Map(rows.map((r) => [r.status, Number(r.jobs)])),
       ),
-    deadLetterDepth: (topic, offsets) =>
-      deadLetterDepth(topic, offsets, (sql, values) => withTimeout(pool.query(sql, values), timeoutMs, 'dead letters')),
+    deadLetterDepths: (offsets) =>
+      deadLetterDepths(offsets, (sql, values) => withTimeout(pool.query(sql, values), timeoutMs, 'dead letters')),
     close: () => pool.end(),
   };
 }

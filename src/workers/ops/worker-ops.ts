@@ -49,7 +49,12 @@ export async function startWorkerOps({
         consumers.length > 0
           ? {
               topics: consumers.flatMap((c) => c.topics.map(deadLetterTopic)),
-              read: async (topic) => queries.deadLetterDepth(topic, await bus.topicOffsets(topic, timeoutMs)),
+              read: async (topics) =>
+                queries.deadLetterDepths(
+                  new Map(
+                    await Promise.all(topics.map(async (t) => [t, await bus.topicOffsets(t, timeoutMs)] as const)),
+                  ),
+                ),
             }
           : undefined,
     },
