@@ -143,7 +143,8 @@ export async function runAdmin(argv: string[], io: Io): Promise<number> {
       brokers: config.kafkaBrokers,
       clientId: `${config.kafkaClientId}-admin`,
       produceTimeoutMs: config.kafkaProduceTimeoutMs,
-      logger: createLogger('warn', 'connect-admin', io.stderr),
+      // The command reports its own failure in one line; kafkajs's retries would bury it.
+      logger: createLogger('silent', 'connect-admin', io.stderr),
       security: config.kafkaSecurity,
       manageTopics: false,
     });

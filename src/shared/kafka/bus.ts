@@ -359,8 +359,11 @@ export function createKafkaBus({
     },
 
     async readTopic(topic, timeoutMs) {
-      await connectAdmin();
-      if (!(await admin.listTopics()).includes(topic)) return [];
+      const exists = async () => {
+        await connectAdmin();
+        return (await admin.listTopics()).includes(topic);
+      };
+      if (!(await withTimeout(exists(), timeoutMs, `kafka: looking for ${topic}`))) return [];
       return readWholeTopic(kafka, admin, topic, timeoutMs);
     },
 
