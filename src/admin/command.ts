@@ -1,9 +1,13 @@
+import type { Config } from '../shared/config.js';
 import type { Pool } from '../shared/db/pool.js';
+import type { MessageBus } from '../shared/kafka/bus.js';
 
 export type Context = {
   pool: Pool;
   /** One line on stderr; stdout carries only the command's JSON result. */
   warn(message: string): void;
+  /** Kafka (KAFKA_* settings), connected on first call; only commands that need it call it. */
+  kafka?: () => { bus: MessageBus; config: Config };
 };
 
 /** One CLI command: parse runs before any database work, so usage errors never connect. */

@@ -1,10 +1,13 @@
-import { ConfigError, loadConfig } from '../shared/config.js';
+import { ConfigError, loadConfig, type Config } from '../shared/config.js';
 import { pendingMigrations } from '../shared/db/migrate.js';
 import { createPool } from '../shared/db/pool.js';
+import { createKafkaBus, type MessageBus } from '../shared/kafka/bus.js';
+import { createLogger } from '../shared/logger.js';
 import { AdminError, UsageError } from './args.js';
 import type { Command } from './command.js';
 import { appointmentSetStatus } from './commands/appointment.js';
 import { clientCreate, clientRateLimit, clientUploadQuota } from './commands/client.js';
+import { deadLetterCommands } from './commands/dead-letters.js';
 import { demo } from './commands/demo.js';
 import { keyCreate, keyList, keyRevoke } from './commands/key.js';
 import { tenantCreate } from './commands/tenant.js';
@@ -22,6 +25,7 @@ const commands: Command<unknown>[] = [
   demo,
   appointmentSetStatus,
   ...webhookCommands,
+  ...deadLetterCommands,
 ];
 
 export type Io = { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; env: NodeJS.ProcessEnv };
@@ -122,16 +126,30 @@ export async function runAdmin(argv: string[], io: Io): Promise<number> {
     throw err;
   }
 
-  let databaseUrl: string;
+  let config: Config;
   try {
-    databaseUrl = loadConfig(io.env).databaseUrl;
+    config = loadConfig(io.env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     io.stderr.write(`admin: ${err.message}\n`);
     return 1;
   }
 
+  const databaseUrl = config.databaseUrl;
   const pool = createPool(databaseUrl, 2, 'connect-admin');
+  let bus: MessageBus | undefined;
+  const kafka = () => {
+    bus ??= createKafkaBus({
+      brokers: config.kafkaBrokers,
+      clientId: `${config.kafkaClientId}-admin`,
+      produceTimeoutMs: config.kafkaProduceTimeoutMs,
+      // The command reports its own failure in one line; kafkajs's retries would bury it.
+      logger: createLogger('silent', 'connect-admin', io.stderr),
+      security: config.kafkaSecurity,
+      manageTopics: false,
+    });
+    return { bus, config };
+  };
   // An idle client that loses its connection emits 'error'; the command's own query reports it.
   pool.on('error', () => undefined);
   try {
@@ -152,13 +170,14 @@ export async function runAdmin(argv: string[], io: Io): Promise<number> {
           'run `npm run migrate` first, or check DATABASE_URL',
       );
     }
-    const result = await command.run({ pool, warn: (m) => io.stderr.write(`admin: ${m}\n`) }, input);
+    const result = await command.run({ pool, warn: (m) => io.stderr.write(`admin: ${m}\n`), kafka }, input);
     io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (err) {
     io.stderr.write(`admin: ${describeError(err)}\n`);
     return 1;
   } finally {
+    await bus?.close().catch(() => undefined);
     await pool.end().catch(() => undefined);
   }
 }

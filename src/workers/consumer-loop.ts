@@ -1,4 +1,5 @@
-import { classifyFailure } from '../shared/db/errors.js';
+import { deadLetterHeaders, errorClassOf } from '../shared/dead-letters/headers.js';
+import { classifyFailure, type FailureClass } from '../shared/db/errors.js';
 import type { ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
 import { backoffMs, mayRetry, pause, schedules, type RetrySchedule } from '../shared/retry.js';
 import { extractFrom, inSpan, SpanKind } from '../shared/tracing/context.js';
@@ -170,7 +171,7 @@ export async function runWorkerKind(
       return;
     }
     try {
-      await deadLetter(message, error);
+      await deadLetter(message, error, verdict);
       queue.done(entry);
     } catch (dlqError) {
       // Kafka (or the kind's report) is away: the message stays unapplied and uncommitted.
@@ -180,7 +181,7 @@ export async function runWorkerKind(
     }
   }
 
-  async function deadLetter(message: InboundMessage, error: Error): Promise<void> {
+  async function deadLetter(message: InboundMessage, error: Error, verdict: FailureClass): Promise<void> {
     const origin = originOf(message);
     await deps.bus.produce(deadLetterTopic(message.topic), [
       {
@@ -188,9 +189,10 @@ export async function runWorkerKind(
         value: message.value ?? '',
         headers: {
           ...message.headers,
-          'x-dlq-error': error.message.slice(0, 1000),
-          'x-dlq-origin': origin,
-          'x-dlq-worker': kind.name,
+          [deadLetterHeaders.error]: error.message.slice(0, 1000),
+          [deadLetterHeaders.origin]: origin,
+          [deadLetterHeaders.worker]: kind.name,
+          [deadLetterHeaders.errorClass]: errorClassOf(error, verdict),
         },
       },
     ]);

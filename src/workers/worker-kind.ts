@@ -1,4 +1,5 @@
 import type { Config } from '../shared/config.js';
+import { deadLetterTopic } from '../shared/dead-letters/headers.js';
 import type { Pool } from '../shared/db/pool.js';
 import type { InboundMessage, MessageBus, TopicSpec } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
@@ -39,7 +40,7 @@ export type WorkerKind = {
   onDeadLetter?(message: InboundMessage, error: Error, deps: WorkerDeps): Promise<void>;
 };
 
-export const deadLetterTopic = (topic: string) => `${topic}.dlq`;
+export { deadLetterTopic } from '../shared/dead-letters/headers.js';
 
 /**
  * A kind's topics and their dead-letter topics. A dead-letter topic takes what its topic takes

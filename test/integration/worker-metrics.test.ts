@@ -133,6 +133,10 @@ describe('worker /metrics, /livez, /readyz', () => {
     expect(valueOf(s, 'webhook_deliveries_total', { outcome: 'gave_up' })).toBe(0);
     expect(valueOf(s, 'webhook_queue_depth')).toBe(0);
     expect(valueOf(s, 'worker_scrape_query_errors_total', { metric: 'import_jobs' })).toBe(0);
+    // The poison waits in its dead-letter topic; the express lane's is empty.
+    expect(valueOf(s, 'connect_dead_letters', { topic: `${inboundTargets}.dlq` })).toBe(1);
+    expect(valueOf(s, 'connect_dead_letters', { topic: `${inboundTargetsExpress}.dlq` })).toBe(0);
+    expect(valueOf(s, 'worker_scrape_query_errors_total', { metric: 'connect_dead_letters' })).toBe(0);
     expect(samplesOf(s, 'process_resident_memory_bytes')).toHaveLength(1);
 
     const live = await fetch(`${url}/livez`);

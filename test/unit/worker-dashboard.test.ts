@@ -75,6 +75,7 @@ describe('Grafana dashboard of the workers', () => {
         consumerLag: { groups: [{ groupId: 'g', topics: ['t'] }], read: async () => [] },
         webhookQueueDepth: async () => 0,
         importJobsByStatus: async () => new Map(),
+        deadLetters: { topics: ['t.dlq'], read: async () => new Map([['t.dlq', 0]]) },
       },
     ).registry;
     const exposed = exposedNames(await registry.metrics());
@@ -97,6 +98,7 @@ describe('Grafana dashboard of the workers', () => {
       'worker_inbound_chunks_total',
       'import_jobs',
       'worker_scrape_query_errors_total',
+      'connect_dead_letters',
     ])
       expect(used, `the dashboard shows ${name}`).toContain(name);
   });

@@ -9,6 +9,7 @@ import { kafkajsLogCreator } from './kafkajs-logging.js';
 import { TopicsNotReadyError, type KafkaOptions, type MessageBus, type TopicSpec } from './message-bus.js';
 import { createProducer } from './producer.js';
 import { createTopicAdmin } from './topic-admin.js';
+import { readWholeTopic } from './topic-reader.js';
 
 export {
   type ConsumerGroup,
@@ -80,6 +81,12 @@ export function createKafkaBus({
     produce: (topic, messages) => producer.produce(topic, messages),
     ping: (timeoutMs) => topicAdmin.probe(timeoutMs, 'kafka ping'),
     consumerLag: (groupId, topics, timeoutMs) => topicAdmin.consumerLag(groupId, topics, timeoutMs),
+    topicOffsets: (topic, timeoutMs) => topicAdmin.topicOffsets(topic, timeoutMs),
+
+    async readTopic(topic, timeoutMs) {
+      if (!(await topicAdmin.topicExists(topic, timeoutMs))) return [];
+      return readWholeTopic(kafka, await topicAdmin.connected(), topic, timeoutMs);
+    },
 
     async checkAtStart(timeoutMs) {
       try {

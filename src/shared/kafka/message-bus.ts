@@ -3,6 +3,9 @@
 import type { Logger } from '../logger.js';
 import type { KafkaSecurity } from './client-security.js';
 import type { ConsumerGroup, ConsumerGroupOptions } from './consumer-group.js';
+import type { PartitionOffsets, StoredMessage } from './topic-reader.js';
+
+export type { PartitionOffsets, StoredMessage } from './topic-reader.js';
 
 export type OutboundMessage = { key: string; value: string | Buffer; headers?: Record<string, string> };
 
@@ -51,6 +54,10 @@ export interface MessageBus {
    * beginning). Throws when the broker does not answer within timeoutMs.
    */
   consumerLag(groupId: string, topics: string[], timeoutMs: number): Promise<PartitionLag[]>;
+  /** Each partition's low and high watermark ([] when the topic does not exist); fails after timeoutMs. */
+  topicOffsets(topic: string, timeoutMs: number): Promise<PartitionOffsets[]>;
+  /** Every message the topic holds now, in partition and offset order ([] when it does not exist). */
+  readTopic(topic: string, timeoutMs: number): Promise<StoredMessage[]>;
   consumerGroup(groupId: string, options?: ConsumerGroupOptions): ConsumerGroup;
   close(): Promise<void>;
 }

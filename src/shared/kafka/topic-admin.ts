@@ -5,7 +5,8 @@ import type { Logger } from '../logger.js';
 import { retrying, schedules } from '../retry.js';
 import { withTimeout } from '../timeout.js';
 import { memoConnect } from './memo-connect.js';
-import { TopicsNotReadyError, type PartitionLag, type TopicSpec } from './message-bus.js';
+import { TopicsNotReadyError, type PartitionLag, type PartitionOffsets, type TopicSpec } from './message-bus.js';
+import { partitionOffsets } from './topic-reader.js';
 
 export type TopicAdmin = {
   /** The main client's admin, connected (partitionCounts reads metadata through it). */
@@ -14,6 +15,10 @@ export type TopicAdmin = {
   /** One metadata request through the probe's client (no retries); throws past timeoutMs. */
   probe(timeoutMs: number, what: string): Promise<void>;
   consumerLag(groupId: string, topics: string[], timeoutMs: number): Promise<PartitionLag[]>;
+  /** Through the probe's client, as consumerLag (metrics read it at scrape time). */
+  topicOffsets(topic: string, timeoutMs: number): Promise<PartitionOffsets[]>;
+  /** Whether the topic exists, through the main client. */
+  topicExists(topic: string, timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 };
 
@@ -85,6 +90,23 @@ export function createTopicAdmin(admin: Admin, probe: Admin, manageTopics: boole
         );
       };
       return withTimeout(read(), timeoutMs, 'kafka consumer lag');
+    },
+
+    async topicOffsets(topic, timeoutMs) {
+      const read = async () => {
+        await connectProbe();
+        if (!(await probe.listTopics()).includes(topic)) return [];
+        return partitionOffsets(probe, topic);
+      };
+      return withTimeout(read(), timeoutMs, `offsets of ${topic}`);
+    },
+
+    async topicExists(topic, timeoutMs) {
+      const exists = async () => {
+        await connectAdmin();
+        return (await admin.listTopics()).includes(topic);
+      };
+      return withTimeout(exists(), timeoutMs, `kafka: looking for ${topic}`);
     },
 
     async close() {

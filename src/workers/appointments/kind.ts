@@ -1,4 +1,5 @@
 import { submittedMessageSchema } from '../../shared/appointments/submitted-message.js';
+import { isReplayed } from '../../shared/dead-letters/headers.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
 import { edgeWait } from '../edge-record.js';
@@ -14,7 +15,7 @@ export const appointmentsWorker: WorkerKind = {
     const submitted = decodeMessage(message, submittedMessageSchema);
     const id = submitted.payload.appointmentRequestId;
     const wait = edgeWait(deps, submitted.producedAt, id, `appointment ${id}`);
-    const outcome = await validateSubmitted(deps.pool, submitted, wait);
+    const outcome = await validateSubmitted(deps.pool, submitted, wait, undefined, isReplayed(message));
     deps.logger.debug({ worker: 'appointments', appointmentRequestId: id, outcome }, 'appointment request handled');
   },
   async onDeadLetter(message, error, deps) {

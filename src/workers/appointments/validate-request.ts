@@ -1,5 +1,6 @@
 import { checkBusinessRules } from '../../shared/appointments/business-rules.js';
 import type { StoredAppointmentRequest } from '../../shared/appointments/request-schema.js';
+import type { AppointmentStatus } from '../../shared/appointments/statuses.js';
 import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
 import type { SubmittedPayload } from '../../shared/appointments/submitted-message.js';
 import { transition } from '../../shared/appointments/transitions-sql.js';
@@ -28,12 +29,16 @@ function judge(request: StoredAppointmentRequest, at: number): ReturnType<typeof
  * Validates one Submitted request in one transaction under its row lock. Only a request still
  * Submitted is moved (a redelivered message, or a request the client cancelled meanwhile, is left
  * alone): Submitted → Validated → PendingReview, or Submitted → Rejected with the rule it broke.
+ * A `replayed` dead letter (an operator sent it again) also takes a request its dead-lettering
+ * made Failed: Failed → Validated → PendingReview, or Failed → Rejected (the only way out of
+ * Failed; the status table keeps Failed final for everything else).
  */
 export async function validateSubmitted(
   pool: Pool,
   message: Submitted,
   wait: EdgeWait,
   now: () => number = Date.now,
+  replayed = false,
 ): Promise<ValidationOutcome> {
   const id = message.payload.appointmentRequestId;
   return inTransaction(pool, async (tx) => {
@@ -42,13 +47,14 @@ export async function validateSubmitted(
       wait,
     );
     if (!row) return 'orphan';
-    if (row.status !== 'Submitted') return 'not-submitted';
+    const from: AppointmentStatus = row.status;
+    if (from !== 'Submitted' && !(replayed && from === 'Failed')) return 'not-submitted';
     const outcome = judge(row.request as StoredAppointmentRequest, now());
     if (!outcome.ok) {
-      await transition(tx, { id, from: 'Submitted', to: 'Rejected', reason: outcome.reason, actor: 'system' });
+      await transition(tx, { id, from, to: 'Rejected', reason: outcome.reason, actor: 'system' });
       return 'rejected';
     }
-    await transition(tx, { id, from: 'Submitted', to: 'Validated', reason: null, actor: 'system' });
+    await transition(tx, { id, from, to: 'Validated', reason: null, actor: 'system' });
     await transition(tx, { id, from: 'Validated', to: 'PendingReview', reason: null, actor: 'system' });
     return 'pending-review';
   });

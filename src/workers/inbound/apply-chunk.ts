@@ -16,7 +16,9 @@ import {
   copyRows,
   createStagingTable,
   finishChunk,
+  finishRevivedChunk,
   lockJob,
+  reviveChunk,
   upsertStagedTargets,
 } from './sql.js';
 
@@ -33,12 +35,17 @@ const processCopyFirst = new CopyFirstPolicy();
  * PostgreSQL reads the chunk's rows with COPY: straight into `targets` when they are all new,
  * else into the session's staging table and then one upsert. A chunk whose items do not number
  * what it says is refused (permanent) before COMMIT.
+ *
+ * `revive` (a dead letter an operator replayed, as describeFailedChunk reads it): a chunk the
+ * ledger counts failed is applied after all, and its items move from failed to applied
+ * (finishRevivedChunk); a final job whose status changes raises its import_job.* event again.
  */
 export async function applyChunk(
   pool: Pool,
   chunk: ChunkToApply,
   wait: EdgeWait,
   copyFirst: Pick<CopyFirstPolicy, 'shouldTry' | 'missed'> = processCopyFirst,
+  revive: FailedChunk | null = null,
 ): Promise<ChunkOutcome> {
   const { header, itemCount } = chunk;
   const { importJobId, chunkIndex, sourceSystem } = header.payload;
@@ -46,13 +53,22 @@ export async function applyChunk(
     const job = await edgeRecordOrWait((await tx.query(lockJob, [importJobId, header.tenantId])).rows[0], wait);
     if (!job) return 'orphan';
     const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
-    if (claimed.rowCount === 0) return 'duplicate';
+    const revived =
+      claimed.rowCount === 0 &&
+      revive !== null &&
+      (await tx.query(reviveChunk, [importJobId, chunkIndex, itemCount])).rowCount === 1;
+    if (claimed.rowCount === 0 && !revived) return 'duplicate';
     let outcome: ChunkOutcome = 'upserted';
     if (copyFirst.shouldTry(header.tenantId, sourceSystem) && (await copyNewTargetsIn(tx, chunk, copyFirst))) {
       outcome = 'copied';
     } else {
       checkItemCount(chunk, await stageRows(tx, chunk.rows));
       await tx.query(upsertStagedTargets, [header.tenantId, sourceSystem, importJobId]);
+    }
+    if (revived) {
+      const finished = await tx.query(finishRevivedChunk, [importJobId, itemCount, failedChunkError(revive!)]);
+      if (finished.rows[0].status !== job.status) await recordImportJobFinished(tx, finished.rows[0]);
+      return outcome;
     }
     const finished = await tx.query(finishChunk, [importJobId, itemCount, 0, null, null, maxStoredItemErrors]);
     await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
@@ -99,9 +115,13 @@ async function stageRows(tx: PoolClient, rows: Buffer): Promise<number> {
   return copy.rowCount;
 }
 
+/** How the item error of a failed chunk begins (a revived chunk's is found by it). */
+const failedChunkError = ({ itemCount, firstIndex, lastIndex }: FailedChunk) =>
+  `${itemCount} targets (items ${firstIndex}–${lastIndex}) could not be applied:`;
+
 /** Marks a dead-lettered chunk as failed, once: its items count as failed, with the reason. */
 export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string): Promise<void> {
-  const { header, itemCount, firstIndex, lastIndex } = chunk;
+  const { header, itemCount, firstIndex } = chunk;
   const { importJobId, chunkIndex } = header.payload;
   await inTransaction(pool, async (tx) => {
     const job = (await tx.query(lockJob, [importJobId, header.tenantId])).rows[0];
@@ -112,7 +132,7 @@ export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string):
       index: firstIndex,
       externalId: null,
       field: null,
-      message: `${itemCount} targets (items ${firstIndex}–${lastIndex}) could not be applied: ${reason}`,
+      message: `${failedChunkError(chunk)} ${reason}`,
     };
     const finished = await tx.query(finishChunk, [
       importJobId,

@@ -1,3 +1,4 @@
+import { isReplayed } from '../../shared/dead-letters/headers.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -19,7 +20,9 @@ export const inboundWorker: WorkerKind = {
     const chunk = decodeChunk(message);
     const { importJobId, chunkIndex } = chunk.header.payload;
     const wait = edgeWait(deps, chunk.header.producedAt, importJobId, `import job ${importJobId}`);
-    const outcome = await applyChunk(deps.pool, chunk, wait);
+    // A replayed dead letter may take its chunk out of the failed count (apply-chunk.ts).
+    const revive = isReplayed(message) ? describeFailedChunk(message) : null;
+    const outcome = await applyChunk(deps.pool, chunk, wait, undefined, revive);
     deps.metrics?.inboundChunk(outcome);
     if (outcome === 'duplicate' || outcome === 'orphan')
       deps.logger.debug({ worker: 'inbound', importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');

@@ -2,7 +2,7 @@
 import { chunkRowColumns } from '../../shared/inbound/chunk-message.js';
 
 /** Locks the job row: chunks of one job apply one at a time, and counters add up exactly. */
-export const lockJob = `SELECT id, chunk_count, chunks_done FROM import_jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE`;
+export const lockJob = `SELECT id, chunk_count, chunks_done, status FROM import_jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE`;
 
 /** The ledger row; no row back means this chunk was applied (or failed) before: skip it. */
 export const claimChunk = `
@@ -80,6 +80,37 @@ export const finishChunk = `
       ELSE 'Completed' END,
     started_at = coalesce(started_at, now()),
     completed_at = CASE WHEN chunks_done + 1 >= chunk_count THEN now() END,
+    updated_at = now()
+  WHERE id = $1
+  RETURNING id, tenant_id, client_id, kind, source_system, external_batch_id, status, received_count, accepted_count,
+            rejected_count, applied_count, failed_count, failure_reason, created_at, completed_at`;
+
+/**
+ * A replayed dead letter's chunk that was counted failed ($3 its item count): its ledger row now
+ * counts it applied. No row back: it was not counted failed (applied before, or never seen).
+ */
+export const reviveChunk = `
+  UPDATE import_job_chunks SET applied_count = $3, failed_count = 0, done_at = now()
+   WHERE import_job_id = $1 AND chunk_index = $2 AND applied_count = 0 AND failed_count = $3
+  RETURNING chunk_index`;
+
+/**
+ * Moves a revived chunk's $2 items from failed to applied: drops the item error its failure
+ * appended (message starting with $3), clears the failure reason once nothing is failed, and
+ * recomputes a final status (finishChunk's rules); a job still running keeps its status.
+ */
+export const finishRevivedChunk = `
+  UPDATE import_jobs SET
+    applied_count = applied_count + $2,
+    failed_count = failed_count - $2,
+    errors = (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]'::jsonb) FROM jsonb_array_elements(errors) WITH ORDINALITY AS x(e, n)
+               WHERE NOT starts_with(e->>'message', $3)),
+    failure_reason = CASE WHEN failed_count - $2 = 0 THEN NULL ELSE failure_reason END,
+    status = CASE
+      WHEN chunks_done < chunk_count THEN status
+      WHEN rejected_count > 0 OR failed_count - $2 > 0 THEN 'CompletedWithErrors'
+      ELSE 'Completed' END,
+    completed_at = CASE WHEN chunks_done >= chunk_count THEN now() ELSE completed_at END,
     updated_at = now()
   WHERE id = $1
   RETURNING id, tenant_id, client_id, kind, source_system, external_batch_id, status, received_count, accepted_count,

@@ -15,7 +15,9 @@ export const upsertWorkOrder = `
   ON CONFLICT (tenant_id, external_work_order_id) DO UPDATE SET field_job_id = EXCLUDED.field_job_id
   WHERE work_orders.field_job_id IS NULL`;
 
-export const markMaterialized = `UPDATE job_requests SET materialized_at = now() WHERE field_job_id = $1`;
+/** Also takes a request out of its failed state: a replayed dead letter materialises it after all. */
+export const markMaterialized = `
+  UPDATE job_requests SET materialized_at = now(), failed_at = NULL, failure_reason = NULL WHERE field_job_id = $1`;
 
 /** A dead-lettered creation: the request is marked failed, unless it was materialised after all. */
 export const markFailed = `

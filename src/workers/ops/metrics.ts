@@ -23,6 +23,8 @@ export type ScrapeSources = {
   webhookQueueDepth?: () => Promise<number>;
   /** Import jobs per status (statuses not listed count 0). */
   importJobsByStatus?: () => Promise<Map<string, number>>;
+  /** Dead letters of each of these dead-letter topics not yet replayed or purged. */
+  deadLetters?: { topics: string[]; read(topics: string[]): Promise<Map<string, number>> };
 };
 
 export type WorkerRegistry = WorkerMetrics & { registry: Registry };
@@ -152,6 +154,29 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     });
   }
 
+  const deadLetterSource = sources.deadLetters;
+  if (deadLetterSource) {
+    const deadLetters: Gauge<'topic'> = new Gauge({
+      name: 'connect_dead_letters',
+      help: 'Messages a dead-letter topic retains (high minus low watermark) minus those replayed or purged, read at scrape time',
+      labelNames: ['topic'] as const,
+      registers: [registry],
+      collect: () =>
+        reading(
+          deadLetterSource.read(deadLetterSource.topics).then(
+            (depths) => {
+              deadLetters.reset();
+              for (const [topic, n] of depths) deadLetters.set({ topic }, n);
+            },
+            () => {
+              deadLetters.reset();
+              queryErrors.inc({ metric: 'connect_dead_letters' });
+            },
+          ),
+        ),
+    });
+  }
+
   if (lagSource) {
     lagErrors = new Counter({
       name: 'kafka_consumer_lag_errors_total',
@@ -171,6 +196,7 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
   });
   if (depthSource) queryErrors.inc({ metric: 'webhook_queue_depth' }, 0);
   if (jobsSource) queryErrors.inc({ metric: 'import_jobs' }, 0);
+  if (deadLetterSource) queryErrors.inc({ metric: 'connect_dead_letters' }, 0);
 
   return {
     registry,

@@ -1,6 +1,8 @@
 // PostgreSQL readings of a worker's /metrics and /readyz, on a small pool of their own: a scrape
 // never waits for a connection behind the applies, and applies never wait behind a scrape.
+import { deadLetterDepths } from '../../shared/dead-letters/depth.js';
 import { createPool, type Pool } from '../../shared/db/pool.js';
+import type { PartitionOffsets } from '../../shared/kafka/bus.js';
 import type { Logger } from '../../shared/logger.js';
 import { withTimeout } from '../../shared/timeout.js';
 
@@ -18,6 +20,8 @@ export type ScrapeQueries = {
   ping(): Promise<void>;
   webhookQueueDepth(): Promise<number>;
   importJobsByStatus(): Promise<Map<string, number>>;
+  /** Dead letters of each topic not replayed or purged, given their watermarks (shared/dead-letters/depth.ts). */
+  deadLetterDepths(offsets: Map<string, PartitionOffsets[]>): Promise<Map<string, number>>;
   close(): Promise<void>;
 };
 
@@ -42,6 +46,8 @@ export function createScrapeQueries(databaseUrl: string, timeoutMs: number, logg
       query<{ status: string; jobs: string }>(countImportJobsByStatus, 'import jobs by status').then(
         (rows) => new Map(rows.map((r) => [r.status, Number(r.jobs)])),
       ),
+    deadLetterDepths: (offsets) =>
+      deadLetterDepths(offsets, (sql, values) => withTimeout(pool.query(sql, values), timeoutMs, 'dead letters')),
     close: () => pool.end(),
   };
 }

@@ -1,4 +1,5 @@
 import type { Config } from '../../shared/config.js';
+import { deadLetterTopic } from '../../shared/dead-letters/headers.js';
 import type { MessageBus } from '../../shared/kafka/bus.js';
 import type { Logger } from '../../shared/logger.js';
 import type { WorkerMetrics } from '../worker-metrics.js';
@@ -44,6 +45,18 @@ export async function startWorkerOps({
       // Counted where the work is hosted only, so N processes of other kinds do not run the same count.
       webhookQueueDepth: webhooks ? queries.webhookQueueDepth : undefined,
       importJobsByStatus: consumers.some((c) => c.kind === 'inbound') ? queries.importJobsByStatus : undefined,
+      deadLetters:
+        consumers.length > 0
+          ? {
+              topics: consumers.flatMap((c) => c.topics.map(deadLetterTopic)),
+              read: async (topics) =>
+                queries.deadLetterDepths(
+                  new Map(
+                    await Promise.all(topics.map(async (t) => [t, await bus.topicOffsets(t, timeoutMs)] as const)),
+                  ),
+                ),
+            }
+          : undefined,
     },
   );
   const readiness = createReadiness({

@@ -1,0 +1,55 @@
+import type { Config } from '../config.js';
+import { topicNames, type TopicName } from '../kafka/topics.js';
+import { deadLetterTopic } from './headers.js';
+
+// The dead-letter topics and what their messages belong to. Every topic a worker kind consumes
+// has one, `<topic>.dlq` (src/workers/worker-kind.ts), with one partition.
+
+/** What a dead letter's message names: the record its dead-lettering marked failed. */
+export type RecordType = 'importJob' | 'fieldJob' | 'materialUsage' | 'appointmentRequest';
+
+export type DeadLetterKind = {
+  /** The name operators use (`--kind`). */
+  name: string;
+  /** The topic its messages came from, and go back to on replay. */
+  topic: string;
+  dlqTopic: string;
+  /** The worker kind that consumes `topic`. */
+  worker: string;
+  record: RecordType;
+  /** The payload field holding the record's id. */
+  idField: string;
+};
+
+const table: { name: string; topic: TopicName; worker: string; record: RecordType; idField: string }[] = [
+  { name: 'inbound', topic: 'inboundTargets', worker: 'inbound', record: 'importJob', idField: 'importJobId' },
+  {
+    name: 'inbound-express',
+    topic: 'inboundTargetsExpress',
+    worker: 'inbound',
+    record: 'importJob',
+    idField: 'importJobId',
+  },
+  { name: 'jobs', topic: 'jobs', worker: 'jobs', record: 'fieldJob', idField: 'fieldJobId' },
+  {
+    name: 'materials',
+    topic: 'workOrderMaterials',
+    worker: 'materials',
+    record: 'materialUsage',
+    idField: 'materialUsageId',
+  },
+  {
+    name: 'appointments',
+    topic: 'appointments',
+    worker: 'appointments',
+    record: 'appointmentRequest',
+    idField: 'appointmentRequestId',
+  },
+];
+
+export const deadLetterKindNames = table.map((k) => k.name);
+
+export function deadLetterKinds(config: Pick<Config, 'kafkaTopicPrefix'>): DeadLetterKind[] {
+  const names = topicNames(config);
+  return table.map(({ topic, ...k }) => ({ ...k, topic: names[topic], dlqTopic: deadLetterTopic(names[topic]) }));
+}
