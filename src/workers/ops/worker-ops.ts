@@ -34,6 +34,11 @@ export async function startWorkerOps({
   const queries = createScrapeQueries(config.databaseUrl, timeoutMs, logger);
   const webhooks = pollers.includes('webhooks');
   const groups = consumers.map(({ groupId, topics }) => ({ groupId, topics }));
+  const readiness = createReadiness({
+    postgres: queries.ping,
+    kafka: groups.length > 0 ? () => bus.ping(timeoutMs) : undefined,
+    state,
+  });
   const metrics = createWorkerRegistry(
     { consumers: consumers.map((c) => c.kind), webhooks },
     {
@@ -44,13 +49,9 @@ export async function startWorkerOps({
       // Counted where the work is hosted only, so N processes of other kinds do not run the same count.
       webhookQueueDepth: webhooks ? queries.webhookQueueDepth : undefined,
       importJobsByStatus: consumers.some((c) => c.kind === 'inbound') ? queries.importJobsByStatus : undefined,
+      readiness,
     },
   );
-  const readiness = createReadiness({
-    postgres: queries.ping,
-    kafka: groups.length > 0 ? () => bus.ping(timeoutMs) : undefined,
-    state,
-  });
   try {
     const server = await startOpsServer({
       host: config.workerHttpHost,
