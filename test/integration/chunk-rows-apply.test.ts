@@ -1,3 +1,4 @@
+import type { ApplyStamp } from '../../src/workers/apply-stamp.js';
 import type { EdgeWait } from '../../src/workers/edge-record.js';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +116,15 @@ function v2Chunks(job: number, sourceSystem: string, targets: TargetFields[], ma
 const newJob = () => insertImportJob(pool, { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId });
 
 /** The job is always there in these tests: an edge wait that never waits. */
+/** Where the chunks came from does not matter here. */
+const stamp: ApplyStamp = {
+  topic: 'test.inbound.targets',
+  partition: 0,
+  offset: '0',
+  producedAt: null,
+  handledBy: 'test',
+  traceId: null,
+};
 const present: EdgeWait = {
   producedAt: new Date().toISOString(),
   graceMs: 0,
@@ -141,12 +151,12 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
     expect(v2.every((c) => c.format === 'rows') && v1.every((c) => c.format === 'json')).toBe(true);
     // Both apply into the same job's ledger: chunk indexes must not collide, so v1 goes first and
     // its ledger rows are removed before v2 claims the same indexes.
-    for (const chunk of v1) expect(await applyChunk(pool, chunk, present)).toBe('upserted');
+    for (const chunk of v1) expect(await applyChunk(pool, chunk, present, stamp)).toBe('upserted');
     await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
     // Repeated external ids: every chunk goes through the staging table, whether it tries COPY first or not.
     const outcomes = [];
     for (const [i, chunk] of v2.entries())
-      outcomes.push(await applyChunk(pool, chunk, present, i % 2 ? upsertOnly : new CopyFirstPolicy()));
+      outcomes.push(await applyChunk(pool, chunk, present, stamp, i % 2 ? upsertOnly : new CopyFirstPolicy()));
     expect(new Set(outcomes)).toEqual(new Set(['upserted']));
 
     const [fromJson, fromRows] = [await stored(caller.tenantId, 'v1'), await stored(caller.tenantId, 'v2')];
@@ -169,10 +179,10 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
     const policy = new CopyFirstPolicy();
     const outcomes: ChunkOutcome[] = [];
     for (const chunk of v2Chunks(job, 'copied', targets, 8_000))
-      outcomes.push(await applyChunk(pool, chunk, present, policy));
+      outcomes.push(await applyChunk(pool, chunk, present, stamp, policy));
     await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
     for (const chunk of v2Chunks(job, 'upserted', targets, 8_000))
-      expect(await applyChunk(pool, chunk, present, upsertOnly)).toBe('upserted');
+      expect(await applyChunk(pool, chunk, present, stamp, upsertOnly)).toBe('upserted');
 
     expect(outcomes.length).toBeGreaterThan(10);
     expect(new Set(outcomes)).toEqual(new Set(['copied']));
@@ -185,7 +195,7 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
 
   it('refuses a chunk whose rows do not number what it names on the COPY path too, writing nothing', async () => {
     const [chunk] = v2Chunks(await newJob(), 'miscounted', [generatedTarget(1), generatedTarget(2)]);
-    await expect(applyChunk(pool, { ...chunk!, itemCount: 3 }, present, new CopyFirstPolicy())).rejects.toThrow(
+    await expect(applyChunk(pool, { ...chunk!, itemCount: 3 }, present, stamp, new CopyFirstPolicy())).rejects.toThrow(
       PermanentMessageError,
     );
     expect(await stored(demo.tenantId, 'miscounted')).toEqual([]);
@@ -207,7 +217,8 @@ describe('v2 chunks (COPY rows) and v1 chunks (JSON) store the same targets', ()
       };
       const targets = Array.from({ length: 20 }, (_, i) => ({ ...generatedTarget(i), externalId: `leak-${i}` }));
 
-      const apply = async (chunk: ReturnType<typeof decodeChunk>) => applyChunk(onePool, chunk, present, upsertOnly);
+      const apply = async (chunk: ReturnType<typeof decodeChunk>) =>
+        applyChunk(onePool, chunk, present, stamp, upsertOnly);
       expect(await apply(await chunkOf('first', targets.slice(0, 10)))).toBe('upserted');
       expect(await staged()).toBe(0);
       await expect(apply(await chunkOf('refused', targets.slice(10), 11))).rejects.toThrow(PermanentMessageError);
@@ -243,7 +254,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
   it('when targets exist, with newer data winning, and the next chunks of that source skip COPY for a while', async () => {
     const policy = new CopyFirstPolicy(2);
     const apply = async (job: number, targets: TargetFields[]) =>
-      applyChunk(pool, v2Chunks(job, 'existing', targets)[0]!, present, policy);
+      applyChunk(pool, v2Chunks(job, 'existing', targets)[0]!, present, stamp, policy);
     const [older, first, second, third, fourth] = [
       await newJob(),
       await newJob(),
@@ -263,7 +274,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
 
   it('when the chunk names an external id twice: the later item wins', async () => {
     const [chunk] = v2Chunks(await newJob(), 'twice', [target('x', 'first'), target('y', 'y'), target('x', 'later')]);
-    expect(await applyChunk(pool, chunk!, present, new CopyFirstPolicy())).toBe('upserted');
+    expect(await applyChunk(pool, chunk!, present, stamp, new CopyFirstPolicy())).toBe('upserted');
     expect(await names('twice')).toEqual(['x=later', 'y=y']);
   });
 
@@ -274,7 +285,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
     for (const column of ['time_windows', 'tags', 'metadata'] as const)
       columns[chunkRowColumns.indexOf(column)] = '\\N';
     const earlier = { ...chunk, rows: Buffer.from(`${columns.join('\t')}\n`) };
-    expect(await applyChunk(pool, earlier, present, new CopyFirstPolicy())).toBe('upserted');
+    expect(await applyChunk(pool, earlier, present, stamp, new CopyFirstPolicy())).toBe('upserted');
     const { rows } = await pool.query(
       `SELECT time_windows, tags, metadata FROM targets WHERE tenant_id = $1 AND source_system = 'nulls'`,
       [demo.tenantId],
@@ -299,7 +310,13 @@ describe('a chunk that is not all new goes through the staging table and upsert'
       );
       const job = await newJob();
       const targets = ['m1', 'm2', 'm3'].map((id) => target(id, `${id}-chunk`));
-      const applying = applyChunk(applyPool, v2Chunks(job, sourceSystem, targets)[0]!, present, new CopyFirstPolicy());
+      const applying = applyChunk(
+        applyPool,
+        v2Chunks(job, sourceSystem, targets)[0]!,
+        present,
+        stamp,
+        new CopyFirstPolicy(),
+      );
       await eventually(
         async () =>
           (

@@ -6,6 +6,7 @@ import { inTransaction } from '../../shared/db/pool.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
 import type { InboundChunkOutcome } from '../worker-metrics.js';
+import { stampValues, type ApplyStamp } from '../apply-stamp.js';
 import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
 import { CopyFirstPolicy } from './copy-first.js';
 import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
@@ -14,6 +15,7 @@ import {
   claimChunk,
   copyNewTargets,
   copyRows,
+  countDuplicateChunk,
   createStagingTable,
   finishChunk,
   jsonbBinary,
@@ -41,6 +43,7 @@ export async function applyChunk(
   pool: Pool,
   chunk: ChunkToApply,
   wait: EdgeWait,
+  stamp: ApplyStamp,
   copyFirst: Pick<CopyFirstPolicy, 'shouldTry' | 'missed'> = processCopyFirst,
 ): Promise<ChunkOutcome> {
   const { header, itemCount } = chunk;
@@ -48,8 +51,11 @@ export async function applyChunk(
   return inTransaction(pool, async (tx) => {
     const job = await edgeRecordOrWait((await tx.query(lockJob, [importJobId, header.tenantId])).rows[0], wait);
     if (!job) return 'orphan';
-    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
-    if (claimed.rowCount === 0) return 'duplicate';
+    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0, ...stampValues(stamp)]);
+    if (claimed.rowCount === 0) {
+      await tx.query(countDuplicateChunk, [importJobId, chunkIndex]);
+      return 'duplicate';
+    }
     const owner = [header.tenantId, sourceSystem, importJobId]; // $1–$3 of either upsert
     let outcome: ChunkOutcome = 'upserted';
     if (chunk.format === 'rows') {
@@ -63,7 +69,16 @@ export async function applyChunk(
       const upserted = await tx.query<{ item_count: number }>(upsertTargets, [...owner, jsonbBinary(chunk.value)]);
       checkItemCount(chunk, upserted.rows[0]!.item_count);
     }
-    const finished = await tx.query(finishChunk, [importJobId, itemCount, 0, null, null, maxStoredItemErrors]);
+    const finished = await tx.query(finishChunk, [
+      importJobId,
+      itemCount,
+      0,
+      null,
+      null,
+      maxStoredItemErrors,
+      chunkIndex,
+      outcome,
+    ]);
     await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
     return outcome;
   });
@@ -110,13 +125,13 @@ async function stageRows(tx: PoolClient, rows: Buffer): Promise<number> {
 }
 
 /** Marks a dead-lettered chunk as failed, once: its items count as failed, with the reason. */
-export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string): Promise<void> {
+export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string, stamp: ApplyStamp): Promise<void> {
   const { header, itemCount, firstIndex, lastIndex } = chunk;
   const { importJobId, chunkIndex } = header.payload;
   await inTransaction(pool, async (tx) => {
     const job = (await tx.query(lockJob, [importJobId, header.tenantId])).rows[0];
     if (!job) return;
-    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, 0, itemCount]);
+    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, 0, itemCount, ...stampValues(stamp)]);
     if (claimed.rowCount === 0) return;
     const error: ItemError = {
       index: firstIndex,
@@ -131,6 +146,8 @@ export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string):
       JSON.stringify([error]),
       reason,
       maxStoredItemErrors,
+      chunkIndex,
+      'dead_lettered',
     ]);
     await recordImportJobFinished(tx, finished.rows[0]);
   });

@@ -1,4 +1,5 @@
 import { topicSpec } from '../../shared/kafka/topics.js';
+import { applyStamp } from '../apply-stamp.js';
 import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { applyChunk, failChunk } from './apply-chunk.js';
@@ -19,7 +20,7 @@ export const inboundWorker: WorkerKind = {
     const chunk = decodeChunk(message);
     const { importJobId, chunkIndex } = chunk.header.payload;
     const wait = edgeWait(deps, chunk.header.producedAt, importJobId, `import job ${importJobId}`);
-    const outcome = await applyChunk(deps.pool, chunk, wait);
+    const outcome = await applyChunk(deps.pool, chunk, wait, applyStamp(message, chunk.header.producedAt, deps));
     deps.metrics?.inboundChunk(outcome);
     if (outcome === 'duplicate' || outcome === 'orphan')
       deps.logger.debug({ worker: 'inbound', importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
@@ -27,6 +28,6 @@ export const inboundWorker: WorkerKind = {
   async onDeadLetter(message, error, deps) {
     const chunk = describeFailedChunk(message);
     if (!chunk) return; // undecodable: no job to mark; the dead-letter topic keeps it
-    await failChunk(deps.pool, chunk, error.message);
+    await failChunk(deps.pool, chunk, error.message, applyStamp(message, chunk.header.producedAt, deps));
   },
 };
