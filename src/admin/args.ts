@@ -11,8 +11,13 @@ type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 
 /** util.parseArgs in strict mode with no positionals; its complaints become UsageErrors. */
 export function parseOptions<const O extends OptionsConfig>(args: string[], options: O) {
+  return parseCommandLine(args, options, false).values;
+}
+
+/** parseOptions for a command that also takes positional arguments (e.g. `trace import-job <id>`). */
+export function parseCommandLine<const O extends OptionsConfig>(args: string[], options: O, allowPositionals = true) {
   try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false }).values;
+    return parseArgs({ args, options, strict: true, allowPositionals });
   } catch (err) {
     throw new UsageError(err instanceof Error ? err.message : String(err));
   }
