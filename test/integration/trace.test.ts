@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
@@ -7,6 +6,7 @@ import { chunkMessages, cutIntoChunks } from '../../src/gateway/inbound/chunks.j
 import type { InboundMessage, MessageBus } from '../../src/shared/kafka/bus.js';
 import { topicNames } from '../../src/shared/kafka/topics.js';
 import { startTracing } from '../../src/shared/tracing/tracing.js';
+import { runAdminCli, type CliRun } from '../support/admin-cli.js';
 import { admin, bearer, insertImportJob } from '../support/fixtures.js';
 import { eventually, reading, testBus, uniqueName } from '../support/kafka.js';
 import { spawnWorkers, type WorkerProcess } from '../support/processes.js';
@@ -31,20 +31,7 @@ let bus: MessageBus;
 const seen = new Map<string, InboundMessage>(); // topic/partition@offset → the message Kafka holds there
 let stopReader = async () => undefined as void;
 
-type Run = { code: number | null; stdout: string; stderr: string };
-const cli = (...args: string[]): Promise<Run> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args], {
-      env: { ...process.env, DATABASE_URL: suite.db.url },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+const cli = (...args: string[]): Promise<CliRun> => runAdminCli(suite.db.url, ...args);
 
 async function traceJson(kind: string, id: string): Promise<Trace> {
   const run = await cli('trace', kind, id, '--json');

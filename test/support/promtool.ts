@@ -49,9 +49,12 @@ export function promtool(): Promtool {
   if (found) return found;
   const path = onPath();
   if (path) return (found = { path });
-  if (process.getuid?.() !== 0) return (found = { missing: 'promtool is not installed and apt-get needs root (apt-get install prometheus)' });
+  if (process.getuid?.() !== 0)
+    return (found = { missing: 'promtool is not installed and apt-get needs root (apt-get install prometheus)' });
   if (run('sh', ['-c', 'command -v apt-get']).status !== 0)
-    return (found = { missing: 'promtool is not installed and there is no apt-get to install Debian\'s prometheus package' });
+    return (found = {
+      missing: "promtool is not installed and there is no apt-get to install Debian's prometheus package",
+    });
   const failure = aptInstall('prometheus');
   const installed = onPath();
   if (installed) return (found = { path: installed });

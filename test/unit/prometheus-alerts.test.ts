@@ -35,32 +35,26 @@ const anchor = (heading: string) =>
     .replace(/[^\p{L}\p{N} _-]/gu, '')
     .replace(/ /g, '-');
 
-function runPromtool(args: string[]) {
+/** Runs promtool in ops/prometheus and expects it to succeed; skips the test (saying why) without promtool. */
+function expectPromtool(ctx: { skip(note?: string): void }, args: string[], success: string): void {
   const found = promtool();
-  if (!('path' in found)) return { skipped: found.missing };
+  if (!('path' in found)) {
+    console.warn(`prometheus-alerts: skipped: ${found.missing}`);
+    return ctx.skip(found.missing);
+  }
   const r = spawnSync(found.path, args, { cwd: dir, encoding: 'utf8', timeout: 120_000 });
-  return { status: r.status, output: `${r.stdout}${r.stderr}` };
+  const output = `${r.stdout}${r.stderr}`;
+  expect(r.status, output).toBe(0);
+  expect(output).toContain(success);
 }
 
 describe('alerting rules', () => {
   it('pass `promtool check rules`', (ctx) => {
-    const r = runPromtool(['check', 'rules', 'alerts.yml']);
-    if ('skipped' in r) {
-      console.warn(`prometheus-alerts: skipped: ${r.skipped}`);
-      return ctx.skip(r.skipped);
-    }
-    expect(r.status, r.output).toBe(0);
-    expect(r.output).toContain(`SUCCESS: ${rules.length} rules found`);
+    expectPromtool(ctx, ['check', 'rules', 'alerts.yml'], `SUCCESS: ${rules.length} rules found`);
   });
 
   it('pass their unit tests (`promtool test rules alerts.test.yml`)', (ctx) => {
-    const r = runPromtool(['test', 'rules', 'alerts.test.yml']);
-    if ('skipped' in r) {
-      console.warn(`prometheus-alerts: skipped: ${r.skipped}`);
-      return ctx.skip(r.skipped);
-    }
-    expect(r.status, r.output).toBe(0);
-    expect(r.output).toContain('SUCCESS');
+    expectPromtool(ctx, ['test', 'rules', 'alerts.test.yml'], 'SUCCESS');
   });
 
   it('each alert is tested firing and quiet, and has a summary, a description and a runbook section', () => {
@@ -70,8 +64,14 @@ describe('alerting rules', () => {
     );
     for (const { alert, annotations } of alerts) {
       const of = evaluations.filter((e) => e.alertname === alert);
-      expect(of.some((e) => e.exp_alerts.length > 0), `${alert} fires in a test`).toBe(true);
-      expect(of.some((e) => e.exp_alerts.length === 0), `${alert} stays quiet in a test`).toBe(true);
+      expect(
+        of.some((e) => e.exp_alerts.length > 0),
+        `${alert} fires in a test`,
+      ).toBe(true);
+      expect(
+        of.some((e) => e.exp_alerts.length === 0),
+        `${alert} stays quiet in a test`,
+      ).toBe(true);
       expect(annotations?.summary, alert).toBeTruthy();
       expect(annotations?.description, alert).toBeTruthy();
       const [path, section] = (annotations?.runbook_url ?? '').split('#');
