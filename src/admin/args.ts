@@ -30,8 +30,10 @@ export function required(value: string | undefined, flag: string): string {
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+export const isUuid = (value: string): boolean => uuidPattern.test(value);
+
 export function uuidArg(value: string, flag: string): string {
-  if (!uuidPattern.test(value)) throw new AdminError(`--${flag} must be a UUID, got ${JSON.stringify(value)}`);
+  if (!isUuid(value)) throw new AdminError(`--${flag} must be a UUID, got ${JSON.stringify(value)}`);
   return value.toLowerCase();
 }
 

@@ -1,5 +1,5 @@
 import { appointmentIdPattern } from '../../shared/appointments/ids.js';
-import { AdminError, UsageError, parseCommandLine, uuidArg } from '../args.js';
+import { AdminError, UsageError, isUuid, parseCommandLine } from '../args.js';
 import type { Command } from '../command.js';
 import { renderTrace } from '../trace/render.js';
 import { traceKinds, traceRecord, type Trace, type TraceKind } from '../trace/trace.js';
@@ -21,7 +21,8 @@ function idOf(kind: TraceKind, value: string): string {
       throw new AdminError(`an appointment request id is apr_…, got ${JSON.stringify(id)}`);
     return id;
   }
-  return uuidArg(id, kind);
+  if (!isUuid(id)) throw new AdminError(`a ${kind} id is a UUID, got ${JSON.stringify(id)}`);
+  return id.toLowerCase();
 }
 
 export const trace: Command<Input> = {

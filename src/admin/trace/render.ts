@@ -50,7 +50,9 @@ export function renderTrace(t: Trace): string {
     for (const d of e.deliveries) {
       const when = d.completedAt ? ` at ${d.completedAt}` : d.nextAttemptAt ? `, next attempt ${d.nextAttemptAt}` : '';
       const error = d.lastError ? `; last error: ${d.lastError}` : '';
-      lines.push(`    → ${d.url} (${d.endpointId}): ${d.status} after ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}${when}${error}`);
+      lines.push(
+        `    → ${d.url} (${d.endpointId}): ${d.status} after ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}${when}${error}`,
+      );
     }
   }
   return `${lines.join('\n')}\n`;
