@@ -11,8 +11,13 @@ type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 
 /** util.parseArgs in strict mode with no positionals; its complaints become UsageErrors. */
 export function parseOptions<const O extends OptionsConfig>(args: string[], options: O) {
+  return parseCommandLine(args, options, false).values;
+}
+
+/** parseOptions for a command that also takes positional arguments (e.g. `trace import-job <id>`). */
+export function parseCommandLine<const O extends OptionsConfig>(args: string[], options: O, allowPositionals = true) {
   try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false }).values;
+    return parseArgs({ args, options, strict: true, allowPositionals });
   } catch (err) {
     throw new UsageError(err instanceof Error ? err.message : String(err));
   }
@@ -25,8 +30,10 @@ export function required(value: string | undefined, flag: string): string {
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+export const isUuid = (value: string): boolean => uuidPattern.test(value);
+
 export function uuidArg(value: string, flag: string): string {
-  if (!uuidPattern.test(value)) throw new AdminError(`--${flag} must be a UUID, got ${JSON.stringify(value)}`);
+  if (!isUuid(value)) throw new AdminError(`--${flag} must be a UUID, got ${JSON.stringify(value)}`);
   return value.toLowerCase();
 }
 

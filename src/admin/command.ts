@@ -19,4 +19,6 @@ export type Command<I = unknown> = {
   summary: string;
   parse(args: string[]): I;
   run(ctx: Context, input: I): Promise<object>;
+  /** Text to print instead of the JSON result (null: the JSON), for a command that reads as a report. */
+  render?(result: object, input: I): string | null;
 };

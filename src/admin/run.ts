@@ -11,6 +11,7 @@ import { deadLetterCommands } from './commands/dead-letters.js';
 import { demo } from './commands/demo.js';
 import { keyCreate, keyList, keyRevoke } from './commands/key.js';
 import { tenantCreate } from './commands/tenant.js';
+import { trace } from './commands/trace.js';
 import { webhookCommands } from './commands/webhook.js';
 
 // Each command is typed by its own input; the table only passes parse's output on to run.
@@ -26,6 +27,7 @@ const commands: Command<unknown>[] = [
   appointmentSetStatus,
   ...webhookCommands,
   ...deadLetterCommands,
+  trace,
 ];
 
 export type Io = { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; env: NodeJS.ProcessEnv };
@@ -42,7 +44,8 @@ export function usage(): string {
     ...lines,
     `  ${'help'.padEnd(width)}  This text.`,
     '',
-    'Each command prints one JSON object on stdout and exits 0; errors go to stderr and exit 1',
+    'Each command prints one JSON object on stdout (trace: a report, JSON with --json) and exits 0;',
+    'errors go to stderr and exit 1',
     '(2 for a malformed command line). The database is DATABASE_URL',
     '(default postgres://postgres@127.0.0.1:5432/connect), migrated beforehand (`npm run migrate`);',
     'the admin CLI never creates or migrates one.',
@@ -171,7 +174,7 @@ export async function runAdmin(argv: string[], io: Io): Promise<number> {
       );
     }
     const result = await command.run({ pool, warn: (m) => io.stderr.write(`admin: ${m}\n`), kafka }, input);
-    io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    io.stdout.write(command.render?.(result, input) ?? `${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (err) {
     io.stderr.write(`admin: ${describeError(err)}\n`);

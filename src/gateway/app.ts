@@ -53,6 +53,7 @@ export function allRoutes(
   oauth: OAuth = createOAuth({ ...deps, keyRecords: createKeyRecords(deps.pool) }),
 ): RouteDefinition[] {
   const check = createDependencyChecks(deps.pool, deps.bus, deps.config.healthCheckTimeoutMs);
+  deps.metrics.watchDependencies(check);
   let document: unknown;
   const routes: RouteDefinition[] = [
     ...healthRoutes(check),

@@ -1,4 +1,4 @@
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
 import type { KafkaSasl, KafkaSecurity } from './kafka/client-security.js';
 
@@ -110,6 +110,8 @@ const configSchema = z
     // A worker's /metrics, /livez and /readyz (0: any free port, printed at start).
     WORKER_HTTP_HOST: z.string().min(1).default('0.0.0.0'),
     WORKER_HTTP_PORT: int(9464, 0, 65535),
+    // Names the worker process in the ledgers of what it applied (admin CLI `trace`); '': host:pid.
+    WORKER_ID: z.string().max(200).default(''),
   })
   .superRefine((c, ctx) => {
     const problem = kafkaSecurityProblem(c);
@@ -224,6 +226,8 @@ export type Config = {
   workerHttpHost: string;
   /** Their port (0: any free port; the runner prints the URL). */
   workerHttpPort: number;
+  /** WORKER_ID, else host:pid: who applied a message, in the ledgers (admin CLI `trace`). */
+  workerId: string;
 };
 
 export class ConfigError extends Error {}
@@ -373,6 +377,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerHeartbeatFile: c.WORKER_HEARTBEAT_FILE,
     workerHttpHost: c.WORKER_HTTP_HOST,
     workerHttpPort: c.WORKER_HTTP_PORT,
+    workerId: c.WORKER_ID.trim() || `${hostname()}:${process.pid}`,
   };
 }
 

@@ -1,17 +1,15 @@
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
 import { integrationScopes } from '../../src/shared/scopes.js';
+import { runAdminCli, type CliRun } from '../support/admin-cli.js';
 import { dropDatabase } from '../support/database.js';
 import { scaled } from '../support/time-scale.js';
 
 // The admin CLI as operators run it: a child process against a throwaway database of this
 // file's own, migrated as `npm run migrate` would (the CLI itself never creates or migrates one).
 
-const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const keyPattern = /^cis_[0-9a-f]{8}_[A-Za-z0-9_-]{43}$/;
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const day = 86_400_000;
@@ -34,25 +32,7 @@ const urlFor = (name: string) => {
 const dbName = `connect_test_admin_${randomBytes(5).toString('hex')}`;
 const databaseUrl = urlFor(dbName);
 
-type Run = { code: number | null; stdout: string; stderr: string };
-
-const cli = (...args: string[]): Promise<Run> => cliOn(databaseUrl, ...args);
-
-function cliOn(url: string, ...args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args], {
-      cwd: repoRoot,
-      env: { ...process.env, DATABASE_URL: url },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (...args: string[]): Promise<CliRun> => runAdminCli(databaseUrl, ...args);
 
 /** Runs a command that must succeed: exit 0, nothing on stderr, exactly one JSON document on stdout. */
 async function ok(...args: string[]): Promise<any> {
@@ -114,7 +94,7 @@ describe('admin CLI', { timeout: 60_000 }, () => {
     const empty = `connect_test_empty_${randomBytes(4).toString('hex')}`;
     await ensureDatabase(urlFor(empty));
     try {
-      const runIn = (name: string) => cliOn(urlFor(name), 'tenant', 'create', '--name', 'x');
+      const runIn = (name: string) => runAdminCli(urlFor(name), 'tenant', 'create', '--name', 'x');
       const [toMissing, toEmpty] = await Promise.all([runIn(missing), runIn(empty)]);
       expect(toMissing).toMatchObject({ code: 1, stdout: '' });
       expect(toMissing.stderr).toMatch(/^admin: cannot use the database .* does not exist .*npm run migrate/);

@@ -1,3 +1,4 @@
+import type { ApplyStamp } from '../../src/workers/apply-stamp.js';
 import type { EdgeWait } from '../../src/workers/edge-record.js';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -131,6 +132,15 @@ function decodedChunks(job: number, sourceSystem: string, targets: TargetFields[
 const newJob = () => insertImportJob(pool, { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId });
 
 /** The job is always there in these tests: an edge wait that never waits. */
+/** Where the chunks came from does not matter here. */
+const stamp: ApplyStamp = {
+  topic: 'test.inbound.targets',
+  partition: 0,
+  offset: '0',
+  producedAt: null,
+  handledBy: 'test',
+  traceId: null,
+};
 const present: EdgeWait = {
   producedAt: new Date().toISOString(),
   graceMs: 0,
@@ -153,7 +163,7 @@ describe("chunks (COPY rows) store what the targets' JSON says", () => {
     // Repeated external ids: every chunk goes through the staging table, whether it tries COPY first or not.
     const outcomes = [];
     for (const [i, chunk] of decoded.entries())
-      outcomes.push(await applyChunk(pool, chunk, present, i % 2 ? upsertOnly : new CopyFirstPolicy()));
+      outcomes.push(await applyChunk(pool, chunk, present, stamp, i % 2 ? upsertOnly : new CopyFirstPolicy()));
     expect(new Set(outcomes)).toEqual(new Set(['upserted']));
     await pool.query(referenceInsert, [caller.tenantId, 'json', job, JSON.stringify(items)]);
 
@@ -177,10 +187,10 @@ describe("chunks (COPY rows) store what the targets' JSON says", () => {
     const policy = new CopyFirstPolicy();
     const outcomes: ChunkOutcome[] = [];
     for (const chunk of decodedChunks(job, 'copied', targets, 8_000))
-      outcomes.push(await applyChunk(pool, chunk, present, policy));
+      outcomes.push(await applyChunk(pool, chunk, present, stamp, policy));
     await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
     for (const chunk of decodedChunks(job, 'upserted', targets, 8_000))
-      expect(await applyChunk(pool, chunk, present, upsertOnly)).toBe('upserted');
+      expect(await applyChunk(pool, chunk, present, stamp, upsertOnly)).toBe('upserted');
 
     expect(outcomes.length).toBeGreaterThan(10);
     expect(new Set(outcomes)).toEqual(new Set(['copied']));
@@ -193,7 +203,7 @@ describe("chunks (COPY rows) store what the targets' JSON says", () => {
 
   it('refuses a chunk whose rows do not number what it names on the COPY path too, writing nothing', async () => {
     const [chunk] = decodedChunks(await newJob(), 'miscounted', [generatedTarget(1), generatedTarget(2)]);
-    await expect(applyChunk(pool, { ...chunk!, itemCount: 3 }, present, new CopyFirstPolicy())).rejects.toThrow(
+    await expect(applyChunk(pool, { ...chunk!, itemCount: 3 }, present, stamp, new CopyFirstPolicy())).rejects.toThrow(
       PermanentMessageError,
     );
     expect(await stored(demo.tenantId, 'miscounted')).toEqual([]);
@@ -216,7 +226,8 @@ describe("chunks (COPY rows) store what the targets' JSON says", () => {
       };
       const targets = Array.from({ length: 20 }, (_, i) => ({ ...generatedTarget(i), externalId: `leak-${i}` }));
 
-      const apply = async (chunk: ReturnType<typeof decodeChunk>) => applyChunk(onePool, chunk, present, upsertOnly);
+      const apply = async (chunk: ReturnType<typeof decodeChunk>) =>
+        applyChunk(onePool, chunk, present, stamp, upsertOnly);
       expect(await apply(await chunkOf('first', targets.slice(0, 10)))).toBe('upserted');
       expect(await staged()).toBe(0);
       await expect(apply(await chunkOf('refused', targets.slice(10), 11))).rejects.toThrow(PermanentMessageError);
@@ -252,7 +263,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
   it('when targets exist, with newer data winning, and the next chunks of that source skip COPY for a while', async () => {
     const policy = new CopyFirstPolicy(2);
     const apply = async (job: number, targets: TargetFields[]) =>
-      applyChunk(pool, decodedChunks(job, 'existing', targets)[0]!, present, policy);
+      applyChunk(pool, decodedChunks(job, 'existing', targets)[0]!, present, stamp, policy);
     const [older, first, second, third, fourth] = [
       await newJob(),
       await newJob(),
@@ -276,7 +287,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
       target('y', 'y'),
       target('x', 'later'),
     ]);
-    expect(await applyChunk(pool, chunk!, present, new CopyFirstPolicy())).toBe('upserted');
+    expect(await applyChunk(pool, chunk!, present, stamp, new CopyFirstPolicy())).toBe('upserted');
     expect(await names('twice')).toEqual(['x=later', 'y=y']);
   });
 
@@ -301,6 +312,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
         applyPool,
         decodedChunks(job, sourceSystem, targets)[0]!,
         present,
+        stamp,
         new CopyFirstPolicy(),
       );
       await eventually(

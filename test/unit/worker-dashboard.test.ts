@@ -2,34 +2,11 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createWorkerRegistry } from '../../src/workers/ops/metrics.js';
 import { exposedNames } from '../support/prometheus-text.js';
+import { metricNamesIn } from '../support/promql.js';
 
 // The Grafana dashboard is built on the worker registry's names: this keeps them from drifting
 // apart (a renamed metric fails here, not in an operator's empty panel).
 const dashboardPath = 'ops/grafana/connect-workers.json';
-
-// PromQL words that look like names: functions are followed by "(", these are not always.
-const promqlWords = new Set(
-  'by without on ignoring group_left group_right bool and or unless offset sum min max avg count stddev stdvar topk bottomk quantile count_values group inf nan Inf NaN'.split(
-    ' ',
-  ),
-);
-
-/** Metric names an expression selects: what is left once strings, label matchers, ranges, grouping clauses, function calls and numbers are gone. */
-function metricNamesIn(expr: string): string[] {
-  const stripped = expr
-    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
-    .replace(/\{[^}]*\}/g, ' ')
-    .replace(/\[[^\]]*\]/g, ' ')
-    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ')
-    .replace(/(?<![a-zA-Z0-9_:])\d+(?:\.\d+)?(?:e[+-]?\d+)?(?:ms|[smhdwy])*/g, ' '); // numbers, durations
-  const names = new Set<string>();
-  for (const m of stripped.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)) {
-    const rest = stripped.slice(m.index + m[0].length);
-    if (/^\s*\(/.test(rest) || promqlWords.has(m[0])) continue;
-    names.add(m[0]);
-  }
-  return [...names];
-}
 
 type Panel = { title?: string; targets?: { expr?: string }[]; panels?: Panel[] };
 const dashboard = JSON.parse(readFileSync(dashboardPath, 'utf8')) as {

@@ -1,9 +1,12 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerDependencyGauge, type DependencyReport } from '../../shared/dependency-gauge.js';
 
 export type GatewayMetrics = {
   registry: Registry;
   observeRequest(method: string, route: string, status: number, seconds: number): void;
   kafkaProduceError(topic: string): void;
+  /** Reads the dependencies at every scrape (connect_dependency_up); called once, where the checks are built. */
+  watchDependencies(read: () => Promise<DependencyReport>): void;
 };
 
 /** A registry per process (not prom-client's global one), so tests can build several. */
@@ -38,6 +41,9 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     kafkaProduceError(topic) {
       produceErrors.inc({ topic });
+    },
+    watchDependencies(read) {
+      registerDependencyGauge(registry, read);
     },
   };
 }

@@ -2,6 +2,7 @@ import { submittedMessageSchema } from '../../shared/appointments/submitted-mess
 import { isReplayed } from '../../shared/dead-letters/headers.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
+import { applyStamp } from '../apply-stamp.js';
 import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { failSubmitted, validateSubmitted } from './validate-request.js';
@@ -15,7 +16,14 @@ export const appointmentsWorker: WorkerKind = {
     const submitted = decodeMessage(message, submittedMessageSchema);
     const id = submitted.payload.appointmentRequestId;
     const wait = edgeWait(deps, submitted.producedAt, id, `appointment ${id}`);
-    const outcome = await validateSubmitted(deps.pool, submitted, wait, undefined, isReplayed(message));
+    const outcome = await validateSubmitted(
+      deps.pool,
+      submitted,
+      wait,
+      applyStamp(message, submitted.producedAt, deps),
+      undefined,
+      isReplayed(message),
+    );
     deps.logger.debug({ worker: 'appointments', appointmentRequestId: id, outcome }, 'appointment request handled');
   },
   async onDeadLetter(message, error, deps) {
@@ -25,6 +33,7 @@ export const appointmentsWorker: WorkerKind = {
     } catch {
       return; // undecodable: no request to mark; the dead-letter topic keeps it
     }
-    await failSubmitted(deps.pool, submitted, `The request could not be processed: ${error.message}`.slice(0, 1000));
+    const reason = `The request could not be processed: ${error.message}`.slice(0, 1000);
+    await failSubmitted(deps.pool, submitted, reason, applyStamp(message, submitted.producedAt, deps));
   },
 };

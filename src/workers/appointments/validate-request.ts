@@ -1,6 +1,7 @@
 import { checkBusinessRules } from '../../shared/appointments/business-rules.js';
 import type { StoredAppointmentRequest } from '../../shared/appointments/request-schema.js';
 import type { AppointmentStatus } from '../../shared/appointments/statuses.js';
+import { stampValues, type ApplyStamp } from '../apply-stamp.js';
 import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
 import type { SubmittedPayload } from '../../shared/appointments/submitted-message.js';
 import { transition } from '../../shared/appointments/transitions-sql.js';
@@ -8,7 +9,7 @@ import type { Pool } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import type { Envelope } from '../../shared/messages.js';
 import { PermanentMessageError } from '../permanent-error.js';
-import { lockSubmittedRequest } from './sql.js';
+import { countDuplicateRequest, lockSubmittedRequest, stampRequest } from './sql.js';
 
 type Submitted = Envelope<SubmittedPayload>;
 export type ValidationOutcome = 'pending-review' | 'rejected' | 'not-submitted' | 'orphan';
@@ -37,6 +38,7 @@ export async function validateSubmitted(
   pool: Pool,
   message: Submitted,
   wait: EdgeWait,
+  stamp: ApplyStamp,
   now: () => number = Date.now,
   replayed = false,
 ): Promise<ValidationOutcome> {
@@ -47,8 +49,17 @@ export async function validateSubmitted(
       wait,
     );
     if (!row) return 'orphan';
+    // Handled: how, unless a delivery before noted it (then this one is a duplicate).
+    const handled = async (how: 'applied' | 'skipped') => {
+      const stamped = await tx.query(stampRequest, [id, ...stampValues(stamp), how]);
+      if (stamped.rowCount === 0) await tx.query(countDuplicateRequest, [id]);
+    };
     const from: AppointmentStatus = row.status;
-    if (from !== 'Submitted' && !(replayed && from === 'Failed')) return 'not-submitted';
+    if (from !== 'Submitted' && !(replayed && from === 'Failed')) {
+      await handled('skipped');
+      return 'not-submitted';
+    }
+    await handled('applied');
     const outcome = judge(row.request as StoredAppointmentRequest, now());
     if (!outcome.ok) {
       await transition(tx, { id, from, to: 'Rejected', reason: outcome.reason, actor: 'system' });
@@ -61,11 +72,18 @@ export async function validateSubmitted(
 }
 
 /** A dead-lettered message: its request, if still Submitted, is Failed with the reason. */
-export async function failSubmitted(pool: Pool, message: Submitted, reason: string): Promise<boolean> {
+export async function failSubmitted(
+  pool: Pool,
+  message: Submitted,
+  reason: string,
+  stamp: ApplyStamp,
+): Promise<boolean> {
   const id = message.payload.appointmentRequestId;
   return inTransaction(pool, async (tx) => {
     const row = (await tx.query(lockSubmittedRequest, [id, message.tenantId])).rows[0];
     if (!row || row.status !== 'Submitted') return false;
-    return (await transition(tx, { id, from: 'Submitted', to: 'Failed', reason, actor: 'system' })) !== null;
+    if ((await transition(tx, { id, from: 'Submitted', to: 'Failed', reason, actor: 'system' })) === null) return false;
+    await tx.query(stampRequest, [id, ...stampValues(stamp), 'dead_lettered']);
+    return true;
   });
 }

@@ -6,6 +6,7 @@ import { inTransaction } from '../../shared/db/pool.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
 import type { InboundChunkOutcome } from '../worker-metrics.js';
+import { stampValues, type ApplyStamp } from '../apply-stamp.js';
 import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
 import { CopyFirstPolicy } from './copy-first.js';
 import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
@@ -14,6 +15,7 @@ import {
   claimChunk,
   copyNewTargets,
   copyRows,
+  countDuplicateChunk,
   createStagingTable,
   finishChunk,
   finishRevivedChunk,
@@ -44,6 +46,7 @@ export async function applyChunk(
   pool: Pool,
   chunk: ChunkToApply,
   wait: EdgeWait,
+  stamp: ApplyStamp,
   copyFirst: Pick<CopyFirstPolicy, 'shouldTry' | 'missed'> = processCopyFirst,
   revive: FailedChunk | null = null,
 ): Promise<ChunkOutcome> {
@@ -52,12 +55,15 @@ export async function applyChunk(
   return inTransaction(pool, async (tx) => {
     const job = await edgeRecordOrWait((await tx.query(lockJob, [importJobId, header.tenantId])).rows[0], wait);
     if (!job) return 'orphan';
-    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0]);
+    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0, ...stampValues(stamp)]);
     const revived =
       claimed.rowCount === 0 &&
       revive !== null &&
       (await tx.query(reviveChunk, [importJobId, chunkIndex, itemCount])).rowCount === 1;
-    if (claimed.rowCount === 0 && !revived) return 'duplicate';
+    if (claimed.rowCount === 0 && !revived) {
+      await tx.query(countDuplicateChunk, [importJobId, chunkIndex]);
+      return 'duplicate';
+    }
     let outcome: ChunkOutcome = 'upserted';
     if (copyFirst.shouldTry(header.tenantId, sourceSystem) && (await copyNewTargetsIn(tx, chunk, copyFirst))) {
       outcome = 'copied';
@@ -70,7 +76,16 @@ export async function applyChunk(
       if (finished.rows[0].status !== job.status) await recordImportJobFinished(tx, finished.rows[0]);
       return outcome;
     }
-    const finished = await tx.query(finishChunk, [importJobId, itemCount, 0, null, null, maxStoredItemErrors]);
+    const finished = await tx.query(finishChunk, [
+      importJobId,
+      itemCount,
+      0,
+      null,
+      null,
+      maxStoredItemErrors,
+      chunkIndex,
+      outcome,
+    ]);
     await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
     return outcome;
   });
@@ -120,13 +135,13 @@ const failedChunkError = ({ itemCount, firstIndex, lastIndex }: FailedChunk) =>
   `${itemCount} targets (items ${firstIndex}–${lastIndex}) could not be applied:`;
 
 /** Marks a dead-lettered chunk as failed, once: its items count as failed, with the reason. */
-export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string): Promise<void> {
+export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string, stamp: ApplyStamp): Promise<void> {
   const { header, itemCount, firstIndex } = chunk;
   const { importJobId, chunkIndex } = header.payload;
   await inTransaction(pool, async (tx) => {
     const job = (await tx.query(lockJob, [importJobId, header.tenantId])).rows[0];
     if (!job) return;
-    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, 0, itemCount]);
+    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, 0, itemCount, ...stampValues(stamp)]);
     if (claimed.rowCount === 0) return;
     const error: ItemError = {
       index: firstIndex,
@@ -141,6 +156,8 @@ export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string):
       JSON.stringify([error]),
       reason,
       maxStoredItemErrors,
+      chunkIndex,
+      'dead_lettered',
     ]);
     await recordImportJobFinished(tx, finished.rows[0]);
   });

@@ -1,5 +1,6 @@
 import { isReplayed } from '../../shared/dead-letters/headers.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
+import { applyStamp } from '../apply-stamp.js';
 import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { applyChunk, failChunk } from './apply-chunk.js';
@@ -22,7 +23,8 @@ export const inboundWorker: WorkerKind = {
     const wait = edgeWait(deps, chunk.header.producedAt, importJobId, `import job ${importJobId}`);
     // A replayed dead letter may take its chunk out of the failed count (apply-chunk.ts).
     const revive = isReplayed(message) ? describeFailedChunk(message) : null;
-    const outcome = await applyChunk(deps.pool, chunk, wait, undefined, revive);
+    const stamp = applyStamp(message, chunk.header.producedAt, deps);
+    const outcome = await applyChunk(deps.pool, chunk, wait, stamp, undefined, revive);
     deps.metrics?.inboundChunk(outcome);
     if (outcome === 'duplicate' || outcome === 'orphan')
       deps.logger.debug({ worker: 'inbound', importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
@@ -30,6 +32,6 @@ export const inboundWorker: WorkerKind = {
   async onDeadLetter(message, error, deps) {
     const chunk = describeFailedChunk(message);
     if (!chunk) return; // undecodable: no job to mark; the dead-letter topic keeps it
-    await failChunk(deps.pool, chunk, error.message);
+    await failChunk(deps.pool, chunk, error.message, applyStamp(message, chunk.header.producedAt, deps));
   },
 };

@@ -1,13 +1,21 @@
 // Set-based statements of the inbound worker, kept apart from the logic.
 import { chunkRowColumns } from '../../shared/inbound/chunk-message.js';
+import { stampColumns, stampPlaceholders } from '../apply-stamp.js';
 
 /** Locks the job row: chunks of one job apply one at a time, and counters add up exactly. */
 export const lockJob = `SELECT id, chunk_count, chunks_done, status FROM import_jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE`;
 
-/** The ledger row; no row back means this chunk was applied (or failed) before: skip it. */
+/**
+ * The ledger row, with the message's stamp ($5…, apply-stamp.ts); no row back means this chunk
+ * was applied (or failed) before: skip it.
+ */
 export const claimChunk = `
-  INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count)
-  VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING chunk_index`;
+  INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count, ${stampColumns})
+  VALUES ($1, $2, $3, $4, ${stampPlaceholders(5)}) ON CONFLICT DO NOTHING RETURNING chunk_index`;
+
+/** A chunk applied before came again. */
+export const countDuplicateChunk = `
+  UPDATE import_job_chunks SET duplicate_deliveries = duplicate_deliveries + 1 WHERE import_job_id = $1 AND chunk_index = $2`;
 
 const insertTargets = `INSERT INTO targets AS t (tenant_id, source_system, external_id, name, address, latitude,
   longitude, time_windows, service_duration_minutes, priority, tags, metadata, last_import_job_id, last_item_index)`;
@@ -62,10 +70,12 @@ export const upsertStagedTargets = `
 
 /**
  * Counts a finished chunk ($2 applied, $3 failed) and moves the status; $4 is an item error to
- * append (or null) and $5 a failure reason (or null). Errors stay bounded at $6 entries.
+ * append (or null) and $5 a failure reason (or null). Errors stay bounded at $6 entries. Notes in
+ * the chunk's ledger row ($7) how it went ($8), known only now, in the same statement.
  * Returns the job as updated: when its status is final, the caller records the webhook event.
  */
 export const finishChunk = `
+  WITH ledger AS (UPDATE import_job_chunks SET how = $8 WHERE import_job_id = $1 AND chunk_index = $7)
   UPDATE import_jobs SET
     applied_count = applied_count + $2,
     failed_count = failed_count + $3,

@@ -3,9 +3,17 @@ import { jobMessageSchema } from '../../shared/jobs/job-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { recordFieldJobCreated } from '../../shared/webhooks/events.js';
 import { decodeMessage } from '../decode.js';
+import { applyStamp, stampValues } from '../apply-stamp.js';
 import { edgeRecordOrWait, edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
-import { insertFieldJob, lockJobRequest, markFailed, markMaterialized, upsertWorkOrder } from './sql.js';
+import {
+  countDuplicateJob,
+  insertFieldJob,
+  lockJobRequest,
+  markFailed,
+  markMaterialized,
+  upsertWorkOrder,
+} from './sql.js';
 
 /**
  * Materialises field jobs and their work orders. Idempotent: the job request row is locked and
@@ -24,7 +32,11 @@ export const jobsWorker: WorkerKind = {
         (await tx.query(lockJobRequest, [fieldJobId, tenantId])).rows[0],
         edgeWait(deps, producedAt, fieldJobId, `field job ${fieldJobId}`),
       );
-      if (!edge || edge.materialized_at) return;
+      if (!edge) return;
+      if (edge.materialized_at) {
+        await tx.query(countDuplicateJob, [fieldJobId]);
+        return;
+      }
       await tx.query(insertFieldJob, [
         fieldJobId,
         tenantId,
@@ -43,17 +55,23 @@ export const jobsWorker: WorkerKind = {
         JSON.stringify(r.metadata ?? {}),
       ]);
       await tx.query(upsertWorkOrder, [tenantId, r.externalId, r.title, fieldJobId]);
-      await tx.query(markMaterialized, [fieldJobId]);
+      await tx.query(markMaterialized, [fieldJobId, ...stampValues(applyStamp(message, producedAt, deps)), 'applied']);
       await recordFieldJobCreated(tx, { tenantId, clientId, fieldJobId }); // webhook, same transaction
     });
   },
   async onDeadLetter(message, error, deps) {
-    let fieldJobId: string;
+    let job;
     try {
-      fieldJobId = decodeMessage(message, jobMessageSchema).payload.fieldJobId;
+      job = decodeMessage(message, jobMessageSchema);
     } catch {
       return; // undecodable: no request to mark; the dead-letter topic keeps it
     }
-    await deps.pool.query(markFailed, [fieldJobId, error.message.slice(0, 1000)]);
+    const stamp = stampValues(applyStamp(message, job.producedAt, deps));
+    await deps.pool.query(markFailed, [
+      job.payload.fieldJobId,
+      error.message.slice(0, 1000),
+      ...stamp,
+      'dead_lettered',
+    ]);
   },
 };

@@ -1,4 +1,5 @@
 // Statements of the jobs worker.
+import { countDuplicate, stampAssignments } from '../apply-stamp.js';
 
 export const lockJobRequest = `
   SELECT field_job_id, materialized_at FROM job_requests WHERE field_job_id = $1 AND tenant_id = $2 FOR UPDATE`;
@@ -15,11 +16,14 @@ export const upsertWorkOrder = `
   ON CONFLICT (tenant_id, external_work_order_id) DO UPDATE SET field_job_id = EXCLUDED.field_job_id
   WHERE work_orders.field_job_id IS NULL`;
 
-/** Also takes a request out of its failed state: a replayed dead letter materialises it after all. */
+/** Also takes a request out of its failed state: a replayed dead letter materialises it after all. $2… the message's stamp (apply-stamp.ts). */
 export const markMaterialized = `
-  UPDATE job_requests SET materialized_at = now(), failed_at = NULL, failure_reason = NULL WHERE field_job_id = $1`;
+  UPDATE job_requests SET materialized_at = now(), failed_at = NULL, failure_reason = NULL, ${stampAssignments(2)}
+   WHERE field_job_id = $1`;
 
-/** A dead-lettered creation: the request is marked failed, unless it was materialised after all. */
+export const countDuplicateJob = countDuplicate('job_requests', 'field_job_id');
+
+/** A dead-lettered creation: the request is marked failed, unless it was materialised after all; $3… the stamp. */
 export const markFailed = `
-  UPDATE job_requests SET failed_at = now(), failure_reason = $2
+  UPDATE job_requests SET failed_at = now(), failure_reason = $2, ${stampAssignments(3)}
    WHERE field_job_id = $1 AND materialized_at IS NULL AND failed_at IS NULL`;

@@ -3,8 +3,9 @@ import { inTransaction } from '../../shared/db/pool.js';
 import type { UsagePayload } from '../../shared/materials/usage-message.js';
 import type { Envelope } from '../../shared/messages.js';
 import { recordMaterialsRecorded } from '../../shared/webhooks/events.js';
+import { stampValues, type ApplyStamp } from '../apply-stamp.js';
 import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
-import { bookMovements, lockUsage, markApplied, markFailed } from './sql.js';
+import { bookMovements, countDuplicateUsage, lockUsage, markApplied, markFailed } from './sql.js';
 
 type UsageMessage = Envelope<UsagePayload>;
 export type UsageOutcome = 'applied' | 'duplicate' | 'orphan';
@@ -15,7 +16,12 @@ type UsageRow = { id: string; tenant_id: string; location_id: string; status: st
  * (a redelivery); else insert its stock movements, move the balances and mark it Applied.
  * A crash before COMMIT leaves no trace; after it, the status makes redelivery a no-op.
  */
-export async function applyUsage(pool: Pool, message: UsageMessage, wait: EdgeWait): Promise<UsageOutcome> {
+export async function applyUsage(
+  pool: Pool,
+  message: UsageMessage,
+  wait: EdgeWait,
+  stamp: ApplyStamp,
+): Promise<UsageOutcome> {
   const { materialUsageId } = message.payload;
   return inTransaction(pool, async (tx) => {
     const usage = await edgeRecordOrWait(
@@ -23,15 +29,24 @@ export async function applyUsage(pool: Pool, message: UsageMessage, wait: EdgeWa
       wait,
     );
     if (!usage) return 'orphan';
-    if (usage.status === 'Applied') return 'duplicate';
+    if (usage.status === 'Applied') {
+      await tx.query(countDuplicateUsage, [usage.id]);
+      return 'duplicate';
+    }
     await tx.query(bookMovements, [usage.id, usage.tenant_id, usage.location_id]);
-    await tx.query(markApplied, [usage.id]);
+    await tx.query(markApplied, [usage.id, ...stampValues(stamp), 'applied']);
     await recordMaterialsRecorded(tx, usage.id); // the webhook event commits with the booking
     return 'applied';
   });
 }
 
 /** Marks a dead-lettered usage Failed (if still Pending), so readers see it will not be booked. */
-export async function failUsage(pool: Pool, message: UsageMessage, reason: string): Promise<void> {
-  await pool.query(markFailed, [message.payload.materialUsageId, message.tenantId, reason.slice(0, 1000)]);
+export async function failUsage(pool: Pool, message: UsageMessage, reason: string, stamp: ApplyStamp): Promise<void> {
+  await pool.query(markFailed, [
+    message.payload.materialUsageId,
+    message.tenantId,
+    reason.slice(0, 1000),
+    ...stampValues(stamp),
+    'dead_lettered',
+  ]);
 }

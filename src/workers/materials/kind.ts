@@ -1,6 +1,7 @@
 import { usageMessageSchema } from '../../shared/materials/usage-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { decodeMessage } from '../decode.js';
+import { applyStamp } from '../apply-stamp.js';
 import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
 import { applyUsage, failUsage } from './apply-usage.js';
@@ -13,7 +14,8 @@ export const materialsWorker: WorkerKind = {
   async apply(message, deps) {
     const usage = decodeMessage(message, usageMessageSchema);
     const id = usage.payload.materialUsageId;
-    const outcome = await applyUsage(deps.pool, usage, edgeWait(deps, usage.producedAt, id, `material usage ${id}`));
+    const wait = edgeWait(deps, usage.producedAt, id, `material usage ${id}`);
+    const outcome = await applyUsage(deps.pool, usage, wait, applyStamp(message, usage.producedAt, deps));
     if (outcome !== 'applied')
       deps.logger.debug({ worker: 'materials', materialUsageId: id, outcome }, 'material usage skipped');
   },
@@ -24,6 +26,6 @@ export const materialsWorker: WorkerKind = {
     } catch {
       return; // undecodable: no usage to mark; the dead-letter topic keeps it
     }
-    await failUsage(deps.pool, usage, error.message);
+    await failUsage(deps.pool, usage, error.message, applyStamp(message, usage.producedAt, deps));
   },
 };

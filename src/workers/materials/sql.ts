@@ -1,4 +1,5 @@
 // Statements of the materials worker, kept apart from the logic.
+import { countDuplicate, stampAssignments } from '../apply-stamp.js';
 
 /**
  * Locks the usage row: a redelivered message waits for (and then sees) the transaction that
@@ -31,10 +32,14 @@ export const bookMovements = `
   ON CONFLICT (item_id, location_id) DO UPDATE
     SET quantity_on_hand = b.quantity_on_hand + EXCLUDED.quantity_on_hand, updated_at = now()`;
 
+/** $2… the message's stamp (apply-stamp.ts). */
 export const markApplied = `
-  UPDATE material_usages SET status = 'Applied', applied_at = now(), failure_reason = NULL WHERE id = $1`;
+  UPDATE material_usages SET status = 'Applied', applied_at = now(), failure_reason = NULL, ${stampAssignments(2)}
+   WHERE id = $1`;
 
-/** A dead-lettered usage that is still Pending becomes Failed, with the reason. */
+export const countDuplicateUsage = countDuplicate('material_usages', 'id');
+
+/** A dead-lettered usage that is still Pending becomes Failed, with the reason; $4… the stamp. */
 export const markFailed = `
-  UPDATE material_usages SET status = 'Failed', failure_reason = $3
+  UPDATE material_usages SET status = 'Failed', failure_reason = $3, ${stampAssignments(4)}
    WHERE id = $1 AND tenant_id = $2 AND status = 'Pending'`;

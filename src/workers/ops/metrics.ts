@@ -1,6 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { importJobStatuses } from '../../shared/inbound/import-job.js';
+import { registerDependencyGauge } from '../../shared/dependency-gauge.js';
 import type { PartitionLag } from '../../shared/kafka/bus.js';
+import type { Readiness } from './readiness.js';
 import {
   inboundChunkOutcomes,
   type MessageOutcome,
@@ -25,6 +27,8 @@ export type ScrapeSources = {
   importJobsByStatus?: () => Promise<Map<string, number>>;
   /** Dead letters of each of these dead-letter topics not yet replayed or purged. */
   deadLetters?: { topics: string[]; read(topics: string[]): Promise<Map<string, number>> };
+  /** What /readyz answers (worker_ready, connect_dependency_up). */
+  readiness?: () => Promise<Readiness>;
 };
 
 export type WorkerRegistry = WorkerMetrics & { registry: Registry };
@@ -175,6 +179,20 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
           ),
         ),
     });
+  }
+
+  const readinessSource = sources.readiness;
+  if (readinessSource) {
+    // Both gauges show one probe per scrape.
+    let probe: Promise<Readiness> | null = null;
+    const read = () => (probe ??= readinessSource().finally(() => (probe = null)));
+    const ready: Gauge = new Gauge({
+      name: 'worker_ready',
+      help: 'Whether /readyz answers 200 at scrape time: every hosted kind started and its dependencies answer (1), else 0',
+      registers: [registry],
+      collect: async () => ready.set((await read()).ready ? 1 : 0),
+    });
+    registerDependencyGauge(registry, async () => (await read()).checks);
   }
 
   if (lagSource) {

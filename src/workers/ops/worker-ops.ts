@@ -35,6 +35,11 @@ export async function startWorkerOps({
   const queries = createScrapeQueries(config.databaseUrl, timeoutMs, logger);
   const webhooks = pollers.includes('webhooks');
   const groups = consumers.map(({ groupId, topics }) => ({ groupId, topics }));
+  const readiness = createReadiness({
+    postgres: queries.ping,
+    kafka: groups.length > 0 ? () => bus.ping(timeoutMs) : undefined,
+    state,
+  });
   const metrics = createWorkerRegistry(
     { consumers: consumers.map((c) => c.kind), webhooks },
     {
@@ -57,13 +62,9 @@ export async function startWorkerOps({
                 ),
             }
           : undefined,
+      readiness,
     },
   );
-  const readiness = createReadiness({
-    postgres: queries.ping,
-    kafka: groups.length > 0 ? () => bus.ping(timeoutMs) : undefined,
-    state,
-  });
   try {
     const server = await startOpsServer({
       host: config.workerHttpHost,
