@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { KafkaSasl, KafkaSecurity } from './kafka/client-security.js';
 
 // Every environment variable the processes read, with its default. The table in
-// docs/configuration.md lists the same names; keep them in step.
+// docs/configuration.md lists the same names and defaults (test/unit/config-docs.test.ts checks).
 /** UPLOAD_BYTES_PER_SECOND's range, also a client's own quota's (admin CLI `client upload-quota`). */
 export const uploadQuotaBounds = { min: 1024, max: 1024 * 1024 * 1024 } as const;
 
@@ -304,6 +304,16 @@ function kafkaSecurityOf(c: KafkaSecurityEnv): KafkaSecurity {
 }
 
 /** Parses the environment; throws ConfigError with one line naming the first bad variable. */
+/** Each variable's default as the schema has it, by name ('' where it has none or computes it). */
+export function configDefaults(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(configSchema.shape).map(([name, schema]) => {
+      const parsed = (schema as z.ZodType).safeParse(undefined);
+      return [name, parsed.success && parsed.data !== undefined ? String(parsed.data) : ''];
+    }),
+  );
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable counts as unset, as shells and compose files often export "".
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
