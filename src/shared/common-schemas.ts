@@ -6,15 +6,27 @@ import { z } from 'zod';
 export const maxMetadataKeys = 50;
 export const maxMetadataBytes = 4096;
 
+export const maxMetadataKeyLength = 100;
+export const maxMetadataStringLength = 1000;
+
 export const text = (max: number) => z.string().trim().min(1).max(max);
+
+/** The address's text fields: longest length after trimming, and whether required (as addressSchema says). */
+export const addressTextLimits = {
+  line1: { max: 200, required: true },
+  line2: { max: 200, required: false },
+  postalCode: { max: 20, required: false },
+  city: { max: 100, required: true },
+  region: { max: 100, required: false },
+} as const;
 
 export const addressSchema = z
   .strictObject({
-    line1: text(200),
-    line2: text(200).nullish(),
-    postalCode: text(20).nullish(),
-    city: text(100),
-    region: text(100).nullish(),
+    line1: text(addressTextLimits.line1.max),
+    line2: text(addressTextLimits.line2.max).nullish(),
+    postalCode: text(addressTextLimits.postalCode.max).nullish(),
+    city: text(addressTextLimits.city.max),
+    region: text(addressTextLimits.region.max).nullish(),
     countryCode: z
       .string()
       .regex(/^[A-Z]{2}$/, 'ISO 3166-1 alpha-2 code in capitals, e.g. DE')
@@ -55,7 +67,10 @@ export const timeWindowSchema = z
   .meta({ id: 'TimeWindow' });
 
 export const metadataSchema = z
-  .record(z.string().min(1).max(100), z.union([z.string().max(1000), z.number(), z.boolean(), z.null()]))
+  .record(
+    z.string().min(1).max(maxMetadataKeyLength),
+    z.union([z.string().max(maxMetadataStringLength), z.number(), z.boolean(), z.null()]),
+  )
   .refine((m) => Object.keys(m).length <= maxMetadataKeys, { message: `at most ${maxMetadataKeys} keys` })
   .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= maxMetadataBytes, {
     message: `at most ${maxMetadataBytes} bytes as JSON`,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { appointmentsWorker } from '../../src/workers/appointments/kind.js';
-import { unstorableReason } from '../../src/shared/text/storable.js';
+import { unstorableReason } from '../../src/gateway/http/storable.js';
 import { bearer } from '../support/fixtures.js';
 import { unstorableKeyName } from '../support/json-fuzz.js';
 import { mulberry32 } from '../support/prng.js';

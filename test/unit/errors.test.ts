@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { renderError, statusOfKind } from '../../src/gateway/http/error-mapping.js';
 import { fieldName, toFieldErrors } from '../../src/gateway/http/validate.js';
 import { AppError, errorCatalogue } from '../../src/shared/errors.js';
-import { storableText, unstorableReason } from '../../src/shared/text/storable.js';
+import { storableText, unstorableReason } from '../../src/gateway/http/storable.js';
 import { unstorableKeyName } from '../support/json-fuzz.js';
 import { mulberry32 } from '../support/prng.js';
 

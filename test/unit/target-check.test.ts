@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkTarget } from '../../src/shared/inbound/target-check.js';
+import { checkTarget } from '../../src/gateway/inbound/target-check.js';
 import { targetItemSchema } from '../../src/shared/inbound/target-schema.js';
 import { mulberry32 } from '../support/prng.js';
 

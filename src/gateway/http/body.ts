@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { AppError } from '../../shared/errors.js';
-import { findUnstorableText } from '../../shared/text/storable.js';
+import { findUnstorableText } from './storable.js';
 import { parseJsonBytes, type ParsedJson } from './json-text.js';
 
 export const acceptedRequestMediaTypes = ['application/json', 'text/json', 'application/*+json'] as const;

@@ -1,5 +1,5 @@
 import { AppError } from '../../shared/errors.js';
-import { findUnstorableText, type TextProblem } from '../../shared/text/storable.js';
+import { findUnstorableText, type TextProblem } from './storable.js';
 import { checkJsonShape } from './json-shape.js';
 
 export type ParsedJson = {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
-import { storableText } from '../../shared/text/storable.js';
+import { storableText } from './storable.js';
 
 /**
  * `a.b[2].c` from a zod issue path. Names are client text: NUL and lone surrogates are escaped

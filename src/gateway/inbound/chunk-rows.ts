@@ -3,7 +3,7 @@ import { copyNull as nullValue, copyText } from '../../shared/inbound/copy-text.
 
 // A target as one row of PostgreSQL's COPY text format (src/shared/inbound/copy-text.ts), in the
 // column order of chunkRowColumns (src/shared/inbound/chunk-message.ts, inbound.targets.chunk v2).
-// The gateway refused NUL and unpaired surrogates already (src/shared/text/storable.ts), so every
+// The gateway refused NUL and unpaired surrogates already (src/gateway/http/storable.ts), so every
 // string here encodes to UTF-8 as it is.
 
 /** A JSON value as a jsonb column: JSON.stringify escapes newlines, tabs and CRs itself; its backslashes are doubled. */

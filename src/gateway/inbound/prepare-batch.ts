@@ -1,5 +1,5 @@
 import { AppError, type FieldErrors } from '../../shared/errors.js';
-import { checkTarget } from '../../shared/inbound/target-check.js';
+import { checkTarget } from './target-check.js';
 import { targetItemSchema } from '../../shared/inbound/target-schema.js';
 import { bodyFingerprint } from '../http/fingerprint.js';
 import { parseJsonBytes, splitByItem } from '../http/json-text.js';

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
-import { unstorableReason, type TextProblem } from '../../shared/text/storable.js';
+import { unstorableReason, type TextProblem } from '../http/storable.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import type { TargetFields } from '../../shared/inbound/target-schema.js';
 import { fieldName, toFieldErrors } from '../http/validate.js';

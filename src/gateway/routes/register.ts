@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { AppError, busy, type FieldErrors } from '../../shared/errors.js';
-import { unstorableReason } from '../../shared/text/storable.js';
+import { unstorableReason } from '../http/storable.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { createFailedAuthLimiter } from '../auth/failed-auth-limiter.js';
 import { scopeOf } from '../auth/route-scopes.js';

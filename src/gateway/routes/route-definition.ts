@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { AppError } from '../../shared/errors.js';
-import type { TextProblem } from '../../shared/text/storable.js';
+import type { TextProblem } from '../http/storable.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 
 export type HttpMethod = 'get' | 'post';

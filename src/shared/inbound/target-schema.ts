@@ -10,10 +10,21 @@ export { addressSchema, coordinatesSchema, metadataSchema, timeWindowSchema };
 export const maxTimeWindows = 10;
 export const maxTags = 20;
 
+/** Limits of the target's own fields (text: longest length after trimming). */
+export const targetLimits = {
+  externalId: 100,
+  name: 200,
+  tag: 50,
+  serviceDurationMinutes: { min: 0, max: 1440 },
+  priority: { min: 1, max: 5 },
+} as const;
+
 /** The fields of one target (without the source system, which a batch names once). */
 export const targetFieldsSchema = z.strictObject({
-  externalId: text(100).meta({ description: "The source system's id; unique per source system and tenant." }),
-  name: text(200),
+  externalId: text(targetLimits.externalId).meta({
+    description: "The source system's id; unique per source system and tenant.",
+  }),
+  name: text(targetLimits.name),
   address: addressSchema.nullish(),
   coordinates: coordinatesSchema.nullish(),
   timeWindows: z
@@ -21,9 +32,21 @@ export const targetFieldsSchema = z.strictObject({
     .max(maxTimeWindows)
     .nullish()
     .meta({ description: `When the target may be served (≤ ${maxTimeWindows}); none: any time.` }),
-  serviceDurationMinutes: z.number().int().min(0).max(1440).nullish().meta({ description: 'Time on site.' }),
-  priority: z.number().int().min(1).max(5).nullish().meta({ description: '1 (lowest) … 5 (highest); default 3.' }),
-  tags: z.array(text(50)).max(maxTags).nullish(),
+  serviceDurationMinutes: z
+    .number()
+    .int()
+    .min(targetLimits.serviceDurationMinutes.min)
+    .max(targetLimits.serviceDurationMinutes.max)
+    .nullish()
+    .meta({ description: 'Time on site.' }),
+  priority: z
+    .number()
+    .int()
+    .min(targetLimits.priority.min)
+    .max(targetLimits.priority.max)
+    .nullish()
+    .meta({ description: '1 (lowest) … 5 (highest); default 3.' }),
+  tags: z.array(text(targetLimits.tag)).max(maxTags).nullish(),
   metadata: metadataSchema.nullish(),
 });
 

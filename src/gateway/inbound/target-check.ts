@@ -1,29 +1,34 @@
 // A hand-written check of one batch target with the verdict and output of targetItemSchema
-// (target-schema.ts), for the gateway's hot path: zod per target was a quarter of the gateway's
+// (src/shared/inbound/target-schema.ts, whose limits it reads), for the gateway's hot path: zod per target was a quarter of the gateway's
 // CPU on large batches. It only ever accepts: anything it is not sure of (an invalid target, an
 // odd key) returns undefined and zod decides, and words the errors. zod stays the one source of
 // the rules and of the OpenAPI document; test/unit/target-check.test.ts proves on generated valid
 // and invalid targets that whatever this accepts, zod accepts with the same output.
-import { maxMetadataBytes, maxMetadataKeys } from '../common-schemas.js';
-import { timeWindowSchema } from '../common-schemas.js';
-import { maxTags, maxTimeWindows, type TargetFields } from './target-schema.js';
+import {
+  addressTextLimits,
+  maxMetadataBytes,
+  maxMetadataKeyLength,
+  maxMetadataKeys,
+  maxMetadataStringLength,
+  timeWindowSchema,
+} from '../../shared/common-schemas.js';
+import { maxTags, maxTimeWindows, targetLimits, type TargetFields } from '../../shared/inbound/target-schema.js';
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-// Whether the check being made changed a value (trimmed a string): then the target as sent is
-// not the target as accepted. Set by text(), read by checkTarget (one check at a time).
-let trimmed = false;
-// Whether the check builds its output. A target accepted as sent is its own output, so the first
-// pass only checks (no copies, the common case); a target with text to trim is checked again,
-// building (checkTarget).
-let building = false;
+/**
+ * One pass over a target. A target accepted as sent is its own output, so the first pass only
+ * checks (no copies, the common case); one with text to trim (`trimmed`, set by text()) is checked
+ * again, building its output (checkTarget).
+ */
+type Pass = { building: boolean; trimmed: boolean };
 
 /** text(max): trimmed, 1 … max UTF-16 units after trimming; undefined when not. */
-function text(v: unknown, max: number): string | undefined {
+function text(v: unknown, max: number, pass: Pass): string | undefined {
   if (typeof v !== 'string') return undefined;
   const t = v.trim();
-  if (t.length !== v.length) trimmed = true;
+  if (t.length !== v.length) pass.trimmed = true;
   return t.length >= 1 && t.length <= max ? t : undefined;
 }
 
@@ -36,17 +41,11 @@ const NOT_SURE = Symbol('not sure');
 type Checked<T> = T | typeof NOT_SURE;
 
 // Maps, not object literals: a key such as "constructor" must not find Object.prototype's.
-const addressTexts = new Map<string, [max: number, required: boolean]>([
-  ['line1', [200, true]],
-  ['line2', [200, false]],
-  ['postalCode', [20, false]],
-  ['city', [100, true]],
-  ['region', [100, false]],
-]);
+const addressTexts = new Map(Object.entries(addressTextLimits));
 
-function address(v: unknown): Checked<Obj> {
+function address(v: unknown, pass: Pass): Checked<Obj> {
   if (!isObject(v) || !('line1' in v) || !('city' in v) || !('countryCode' in v)) return NOT_SURE;
-  const out: Obj | null = building ? {} : null;
+  const out: Obj | null = pass.building ? {} : null;
   for (const k of Object.keys(v)) {
     const x = v[k];
     if (k === 'countryCode') {
@@ -56,23 +55,23 @@ function address(v: unknown): Checked<Obj> {
     }
     const rule = addressTexts.get(k);
     if (!rule) return NOT_SURE;
-    if (x === null && !rule[1]) {
+    if (x === null && !rule.required) {
       if (out) out[k] = null;
       continue;
     }
-    const t = text(x, rule[0]);
+    const t = text(x, rule.max, pass);
     if (t === undefined) return NOT_SURE;
     if (out) out[k] = t;
   }
   return out ?? v;
 }
 
-function coordinates(v: unknown): Checked<Obj> {
+function coordinates(v: unknown, pass: Pass): Checked<Obj> {
   if (!isObject(v)) return NOT_SURE;
   const keys = Object.keys(v);
   if (keys.length !== 2 || !('latitude' in v) || !('longitude' in v)) return NOT_SURE;
   if (!numberIn(v.latitude, -90, 90) || !numberIn(v.longitude, -180, 180)) return NOT_SURE;
-  if (!building) return v;
+  if (!pass.building) return v;
   return keys[0] === 'latitude'
     ? { latitude: v.latitude, longitude: v.longitude }
     : { longitude: v.longitude, latitude: v.latitude };
@@ -97,9 +96,9 @@ function storedInstant(v: string): number {
   return Date.parse(v);
 }
 
-function timeWindows(v: unknown): Checked<Obj[]> {
+function timeWindows(v: unknown, pass: Pass): Checked<Obj[]> {
   if (!Array.isArray(v) || v.length > maxTimeWindows) return NOT_SURE;
-  const out: Obj[] | null = building ? [] : null;
+  const out: Obj[] | null = pass.building ? [] : null;
   for (const w of v) {
     if (!isObject(w) || Object.keys(w).length !== 2) return NOT_SURE;
     const { start, end } = w;
@@ -113,34 +112,34 @@ function timeWindows(v: unknown): Checked<Obj[]> {
   return out ?? (v as Obj[]);
 }
 
-function tags(v: unknown): Checked<string[]> {
+function tags(v: unknown, pass: Pass): Checked<string[]> {
   if (!Array.isArray(v) || v.length > maxTags) return NOT_SURE;
-  const out: string[] | null = building ? [] : null;
+  const out: string[] | null = pass.building ? [] : null;
   for (const tag of v) {
-    const t = text(tag, 50);
+    const t = text(tag, targetLimits.tag, pass);
     if (t === undefined) return NOT_SURE;
     out?.push(t);
   }
   return out ?? (v as string[]);
 }
 
-function metadata(v: unknown): Checked<Obj> {
+function metadata(v: unknown, pass: Pass): Checked<Obj> {
   if (!isObject(v)) return NOT_SURE;
   const keys = Object.keys(v);
   if (keys.length > maxMetadataKeys) return NOT_SURE;
-  const out: Obj | null = building ? {} : null;
+  const out: Obj | null = pass.building ? {} : null;
   // An upper bound of its JSON's UTF-8 bytes (a UTF-16 unit is at most 6 bytes, as a \u escape;
   // a number, true, false or null at most 25 characters): within the limit, the exact size need
   // not be computed.
   let boundBytes = 2;
   for (const k of keys) {
-    if (k.length < 1 || k.length > 100 || k === '__proto__') return NOT_SURE;
+    if (k.length < 1 || k.length > maxMetadataKeyLength || k === '__proto__') return NOT_SURE;
     const x = v[k];
     const ok =
       x === null ||
       typeof x === 'boolean' ||
       (typeof x === 'number' && Number.isFinite(x)) ||
-      (typeof x === 'string' && x.length <= 1000);
+      (typeof x === 'string' && x.length <= maxMetadataStringLength);
     if (!ok) return NOT_SURE;
     boundBytes += 6 * k.length + 4 + (typeof x === 'string' ? 6 * x.length + 2 : 32);
     if (out) out[k] = x;
@@ -149,12 +148,13 @@ function metadata(v: unknown): Checked<Obj> {
   return out ?? v;
 }
 
-const targetFields = new Map<string, (v: unknown) => Checked<unknown>>([
+const { serviceDurationMinutes, priority } = targetLimits;
+const targetFields = new Map<string, (v: unknown, pass: Pass) => Checked<unknown>>([
   ['address', address],
   ['coordinates', coordinates],
   ['timeWindows', timeWindows],
-  ['serviceDurationMinutes', (x) => (intIn(x, 0, 1440) ? x : NOT_SURE)],
-  ['priority', (x) => (intIn(x, 1, 5) ? x : NOT_SURE)],
+  ['serviceDurationMinutes', (x) => (intIn(x, serviceDurationMinutes.min, serviceDurationMinutes.max) ? x : NOT_SURE)],
+  ['priority', (x) => (intIn(x, priority.min, priority.max) ? x : NOT_SURE)],
   ['tags', tags],
   ['metadata', metadata],
 ]);
@@ -164,24 +164,20 @@ const targetFields = new Map<string, (v: unknown) => Checked<unknown>>([
  * undefined. A target with nothing to trim is its own output (the object given, not a copy).
  */
 export function checkTarget(v: unknown): TargetFields | undefined {
-  building = false;
-  trimmed = false;
-  const sure = check(v);
-  if (sure === undefined || !trimmed) return sure as TargetFields | undefined;
-  building = true;
-  const built = check(v);
-  building = false;
-  return built as TargetFields | undefined;
+  const first: Pass = { building: false, trimmed: false };
+  const sure = check(v, first);
+  if (sure === undefined || !first.trimmed) return sure as TargetFields | undefined;
+  return check(v, { building: true, trimmed: true }) as TargetFields | undefined;
 }
 
 /** The target as accepted (itself, unless building), or undefined when not sure. */
-function check(v: unknown): Obj | undefined {
+function check(v: unknown, pass: Pass): Obj | undefined {
   if (!isObject(v)) return undefined;
-  const out: Obj | null = building ? {} : null;
+  const out: Obj | null = pass.building ? {} : null;
   for (const k of Object.keys(v)) {
     const x = v[k];
     if (k === 'externalId' || k === 'name') {
-      const t = text(x, k === 'name' ? 200 : 100);
+      const t = text(x, k === 'name' ? targetLimits.name : targetLimits.externalId, pass);
       if (t === undefined) return undefined;
       if (out) out[k] = t;
       continue;
@@ -192,7 +188,7 @@ function check(v: unknown): Obj | undefined {
       if (out) out[k] = null;
       continue;
     }
-    const checked = field(x);
+    const checked = field(x, pass);
     if (checked === NOT_SURE) return undefined;
     if (out) out[k] = checked;
   }
