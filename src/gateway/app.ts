@@ -24,6 +24,7 @@ import { materialRoutes } from './materials/routes.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { routeSuggestionRoutes } from './route-suggestions/routes.js';
+import type { MemoryBudget } from './memory/memory-budget.js';
 import type { GatewayMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
@@ -42,6 +43,8 @@ export type AppDeps = {
   bus: MessageBus;
   metrics: GatewayMetrics;
   accepting: () => boolean;
+  /** Memory reserved per request before its body is read or its draft computed. */
+  memory: MemoryBudget;
   /** Operations added by the embedder (tests add probe routes); documented like the rest. */
   extraRoutes?: RouteDefinition[];
 };
@@ -59,7 +62,7 @@ export function allRoutes(
     ...inboundRoutes(deps, deps.batchPreparer),
     ...importJobRoutes(deps.pool, deps.config),
     ...jobRoutes(deps),
-    ...routeSuggestionRoutes(deps.pool, deps.config),
+    ...routeSuggestionRoutes(deps.pool, deps.config, deps.memory),
     ...materialRoutes(deps),
     ...oauth.routes(),
     ...appointmentRoutes(deps),
@@ -115,6 +118,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
     inFlightTenantSharePercent: deps.config.inFlightTenantSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
+    memory: deps.memory,
   });
   app.use(requestContext());
   app.use(traceRequests()); // outside the access log, so its line carries the trace id

@@ -1,0 +1,106 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { containerMemoryLimit, resolveMemoryBudget } from '../../src/gateway/memory/container-limit.js';
+import {
+  bodyCostFactor,
+  createMemoryBudget,
+  processBaseBytes,
+  type MemoryBudget,
+} from '../../src/gateway/memory/memory-budget.js';
+import { AppError } from '../../src/shared/errors.js';
+import { createLogger } from '../../src/shared/logger.js';
+
+const MiB = 1024 * 1024;
+const budgets: MemoryBudget[] = [];
+afterEach(() => budgets.splice(0).forEach((b) => b.stop()));
+
+function budget(budgetBytes: number, rss = () => 0) {
+  const b = createMemoryBudget({
+    budgetBytes,
+    clientSharePercent: 50,
+    tenantSharePercent: 50,
+    logger: createLogger('silent', 'unit'),
+    rss,
+  });
+  budgets.push(b);
+  return b;
+}
+
+const refusal = (admit: () => unknown) => {
+  try {
+    admit();
+  } catch (err) {
+    if (err instanceof AppError) return { code: err.code, retryAfter: err.retryAfterSeconds };
+    throw err;
+  }
+  return null;
+};
+
+describe('memory budget', () => {
+  it('leaves requests what the budget holds under its high water after the base', () => {
+    expect(budget(768 * MiB).inFlightBytes).toBe(Math.floor(768 * MiB * 0.9) - processBaseBytes);
+  });
+
+  it("holds one client to its share (429) and all clients to the budget (503), freeing on release", () => {
+    const b = budget(768 * MiB);
+    const body = 16 * MiB;
+    const abuser = { client: 'a', tenant: 't' };
+    const held: (() => void)[] = [];
+    let refused: ReturnType<typeof refusal> = null;
+    while (!(refused = refusal(() => held.push(b.admitBody(abuser, body))))) expect(held.length).toBeLessThan(100);
+    expect(refused).toEqual({ code: 'memory_share_exceeded', retryAfter: 1 });
+    expect(held.length * body * bodyCostFactor).toBeLessThanOrEqual(b.inFlightBytes / 2 + body * bodyCostFactor);
+    // Another tenant is served while the abuser holds its share.
+    const victim = { client: 'v', tenant: 'u' };
+    const small = b.admitBody(victim, 1024);
+    small();
+    // Tenants together: the third tenant finds the budget full.
+    const other: (() => void)[] = [];
+    while (!(refused = refusal(() => other.push(b.admitBody({ client: 'o', tenant: 'w' }, body)))));
+    expect(refusal(() => b.admitBody({ client: 'x', tenant: 'z' }, body))).toEqual({
+      code: 'service_busy',
+      retryAfter: 1,
+    });
+    held.forEach((release) => release());
+    expect(refusal(() => b.admitBody({ client: "x", tenant: "z" }, body)())).toBeNull();
+  });
+
+  it('refuses large bodies and work, not small bodies, while resident memory is past its high water', async () => {
+    let resident = 0;
+    const b = budget(512 * MiB, () => resident);
+    resident = 500 * MiB;
+    await expect.poll(() => b.state().pressure).toBe(true);
+    expect(refusal(() => b.admitBody({ client: 'a' }, 8 * MiB))?.code).toBe('service_busy');
+    expect(refusal(() => b.admitWork({ client: 'a' }, MiB))?.code).toBe('service_busy');
+    expect(refusal(() => b.admitBody({ client: 'a' }, 1024)())).toBeNull();
+    resident = 300 * MiB;
+    await expect.poll(() => b.state().pressure).toBe(false);
+    expect(refusal(() => b.admitBody({ client: 'a' }, 8 * MiB)())).toBeNull();
+    expect(b.state().reservedBytes).toBe(0);
+  });
+});
+
+describe('container memory limit', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cgroup-'));
+  const file = (name: string, text: string) => {
+    writeFileSync(join(dir, name), text);
+    return join(dir, name);
+  };
+
+  it('reads cgroup v2 memory.max, then v1 memory.limit_in_bytes; none or unlimited is null', () => {
+    expect(containerMemoryLimit([file('v2', '805306368\n')])).toBe(768 * MiB);
+    expect(containerMemoryLimit([join(dir, 'absent'), file('v1', '536870912\n')])).toBe(512 * MiB);
+    expect(containerMemoryLimit([file('v2max', 'max\n')])).toBeNull();
+    expect(containerMemoryLimit([file('v1max', '9223372036854771712\n')])).toBeNull();
+    expect(containerMemoryLimit([join(dir, 'absent')])).toBeNull();
+  });
+
+  it('resolves the setting: bytes as given, auto from the container, off', () => {
+    expect(resolveMemoryBudget(300 * MiB, () => 1)).toBe(300 * MiB);
+    expect(resolveMemoryBudget('auto', () => 768 * MiB)).toBe(768 * MiB);
+    expect(resolveMemoryBudget('auto', () => null)).toBeNull();
+    expect(resolveMemoryBudget('off', () => 768 * MiB)).toBeNull();
+  });
+});
