@@ -9,13 +9,15 @@
 //   ignoresRetryAfter, chunked  the same while the abuser sends its largest batches on the flood
 //           connections, again at once after a 429, or without Content-Length (issue 24).
 //   worst   (issue 31, memory) a gateway of its own, started with the manifests' memory limit as
-//           its budget (GATEWAY_MEMORY_BUDGET_BYTES, BENCH_WORST_BUDGET_BYTES: 768 MiB) and upload
+//           its budget (BENCH_WORST_BUDGET_BYTES: 768 MiB; every phase's gateway has it, or
+//           GATEWAY_MEMORY_BUDGET_BYTES from the environment) and upload
 //           quotas so large that they shield nothing, and one worker runner per deployment of
 //           deploy/k8s/workers.yaml; the abuser in mode `worst` (bench/lib/abuser.ts) with
 //           max(BENCH_FLOODS, INBOUND_MAX_IN_FLIGHT) flood connections, so the largest bodies
 //           reach the in-flight limit, and drafts of a 5,000-target import job on twice
 //           ROUTE_SUGGESTION_MAX_IN_FLIGHT connections. Prints every process's peak RSS against
-//           the budget, whether any died, and the victim's answers and latency.
+//           the budget, whether any died, and the victim's answers and latency. BENCH_WORST_DRAFTS:
+//           the draft connections instead.
 //
 // Every phase prints its processes' peak RSS (bench/lib/peaks.ts). BENCH_PHASES (comma-separated,
 // default neighbour,worst) picks quiet to chunked (neighbour) and worst.
@@ -85,6 +87,8 @@ const childEnv: NodeJS.ProcessEnv = {
   KAFKA_TOPIC_PREFIX: topicPrefix,
   BODY_READ_TIMEOUT_MS: '5000',
   LOG_LEVEL: 'warn',
+  // The gateway as the manifests run it: its budget is the pod's limit (auto finds none here).
+  GATEWAY_MEMORY_BUDGET_BYTES: process.env.GATEWAY_MEMORY_BUDGET_BYTES || String(opts.worstBudgetBytes),
 };
 /** The abuser's share (the gateway's UPLOAD_BYTES_PER_SECOND, from the environment or its default). */
 const uploadQuota = loadConfig(childEnv).uploadBytesPerSecond;
@@ -202,10 +206,10 @@ async function run() {
   const worst = opts.phases.includes('worst')
     ? await runWorstPhase({
         childEnv,
-        budgetBytes: opts.worstBudgetBytes,
         floods: opts.floods,
         trickles: opts.trickles,
         phaseSeconds: opts.phaseSeconds,
+        ...(process.env.BENCH_WORST_DRAFTS ? { draftConnections: envInt('BENCH_WORST_DRAFTS', 0) } : {}),
         abuserKey: abuserTenant.clients.all!.apiKey,
         victimKey: victimTenant.clients.all!.apiKey,
         measure,

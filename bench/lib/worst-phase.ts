@@ -13,11 +13,13 @@ type VictimPhase = { livez: Sample[]; prober: Sample[]; read: Sample[]; push: Sa
 type Summary = { count: number; statuses: Record<string, number>; ms: { p50: number; p99: number } };
 
 export type WorstPhaseDeps = {
+  /** The gateway's environment, its GATEWAY_MEMORY_BUDGET_BYTES in bytes. */
   childEnv: NodeJS.ProcessEnv;
-  budgetBytes: number;
   floods: number;
   trickles: number;
   phaseSeconds: number;
+  /** Connections asking for drafts (default: twice ROUTE_SUGGESTION_MAX_IN_FLIGHT). */
+  draftConnections?: number;
   abuserKey: string;
   victimKey: string;
   measure(base: string, apiKey: string, seconds: number): Promise<VictimPhase>;
@@ -51,11 +53,11 @@ async function draftJob(base: string, apiKey: string): Promise<number> {
 
 export async function runWorstPhase(d: WorstPhaseDeps) {
   const config = loadConfig(d.childEnv);
+  const budgetBytes = Number(d.childEnv.GATEWAY_MEMORY_BUDGET_BYTES);
   const huge = String(1024 * 1024 * 1024);
   // Quotas so large that they shield nothing: the memory budget alone must hold.
   const env = {
     ...d.childEnv,
-    GATEWAY_MEMORY_BUDGET_BYTES: String(d.budgetBytes),
     UPLOAD_BYTES_PER_SECOND: huge,
     UPLOAD_BYTES_PER_SECOND_PER_TENANT: huge,
   };
@@ -85,9 +87,9 @@ export async function runWorstPhase(d: WorstPhaseDeps) {
       trickles: d.trickles,
       mode: 'worst',
       routeJobId,
-      routeConnections: 2 * config.routeSuggestionMaxInFlight,
+      routeConnections: d.draftConnections ?? 2 * config.routeSuggestionMaxInFlight,
     };
-    d.log(`worst: ${floods} floods, ${d.trickles} trickles, ${params.routeConnections} drafts; budget ${d.budgetBytes} bytes`);
+    d.log(`worst: ${floods} floods, ${d.trickles} trickles, ${params.routeConnections} drafts; budget ${budgetBytes} bytes`);
     const peaks = watchPeaks(Object.fromEntries(Object.entries(processes).map(([n, c]) => [n, c.pid])));
     const abuser = runForResult<AbuserResult>(
       'bench/lib/abuser.ts',
@@ -99,7 +101,7 @@ export async function runWorstPhase(d: WorstPhaseDeps) {
     const abused = await d.measure(base, d.victimKey, d.phaseSeconds);
     const abuserResult = await abuser;
     const peakRss = peaks.stop();
-    const budgetMiB = round(d.budgetBytes / 1048576, 0);
+    const budgetMiB = round(budgetBytes / 1048576, 0);
     const died = Object.entries(peakRss)
       .filter(([, p]) => !p.alive)
       .map(([n]) => n);

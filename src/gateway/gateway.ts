@@ -5,9 +5,9 @@ import { createKafkaBus } from '../shared/kafka/bus.js';
 import { allTopics } from '../shared/kafka/topics.js';
 import type { Logger } from '../shared/logger.js';
 import { createApp } from './app.js';
-import { createBatchPreparer } from './inbound/batch-pool.js';
+import { createBatchPreparer, parseThreadHeapMb } from './inbound/batch-pool.js';
 import { resolveMemoryBudget } from './memory/container-limit.js';
-import { createMemoryBudget, noMemoryBudget, type MemoryBudget } from './memory/memory-budget.js';
+import { createMemoryBudget, fixedBytes, noMemoryBudget, type MemoryBudget } from './memory/memory-budget.js';
 import { createGatewayMetrics } from './ops/metrics.js';
 import type { RouteDefinition } from './routes/route-definition.js';
 
@@ -103,6 +103,7 @@ function gatewayMemoryBudget(config: Config, logger: Logger): MemoryBudget {
   }
   const memory = createMemoryBudget({
     budgetBytes,
+    fixedBytes: fixedBytes(config.inboundParseThreads, parseThreadHeapMb(config.inboundBatchMaxBytes)),
     clientSharePercent: config.inFlightClientSharePercent,
     tenantSharePercent: config.inFlightTenantSharePercent,
     logger,

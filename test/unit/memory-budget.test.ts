@@ -3,12 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { containerMemoryLimit, resolveMemoryBudget } from '../../src/gateway/memory/container-limit.js';
-import {
-  bodyCostFactor,
-  createMemoryBudget,
-  processBaseBytes,
-  type MemoryBudget,
-} from '../../src/gateway/memory/memory-budget.js';
+import { bodyCostFactor, createMemoryBudget, fixedBytes, type MemoryBudget } from '../../src/gateway/memory/memory-budget.js';
 import { AppError } from '../../src/shared/errors.js';
 import { createLogger } from '../../src/shared/logger.js';
 
@@ -19,6 +14,7 @@ afterEach(() => budgets.splice(0).forEach((b) => b.stop()));
 function budget(budgetBytes: number, rss = () => 0) {
   const b = createMemoryBudget({
     budgetBytes,
+    fixedBytes: fixedBytes(2, 96),
     clientSharePercent: 50,
     tenantSharePercent: 50,
     logger: createLogger('silent', 'unit'),
@@ -39,45 +35,50 @@ const refusal = (admit: () => unknown) => {
 };
 
 describe('memory budget', () => {
-  it('leaves requests what the budget holds under its high water after the base', () => {
-    expect(budget(768 * MiB).inFlightBytes).toBe(Math.floor(768 * MiB * 0.9) - processBaseBytes);
+  it('leaves requests what the budget holds under its high water after the fixed part', () => {
+    expect(fixedBytes(2, 96)).toBe((160 + 64 + 192) * MiB);
+    expect(budget(768 * MiB).inFlightBytes).toBe(Math.floor(768 * MiB * 0.85) - fixedBytes(2, 96));
   });
 
-  it("holds one client to its share (429) and all clients to the budget (503), freeing on release", () => {
+  it('holds one client to its share (429) and all clients to the budget (503), freeing on release', () => {
     const b = budget(768 * MiB);
-    const body = 16 * MiB;
+    const cost = 16 * MiB * bodyCostFactor;
     const abuser = { client: 'a', tenant: 't' };
     const held: (() => void)[] = [];
     let refused: ReturnType<typeof refusal> = null;
-    while (!(refused = refusal(() => held.push(b.admitBody(abuser, body))))) expect(held.length).toBeLessThan(100);
+    while (!(refused = refusal(() => held.push(b.admitBody(abuser, 16 * MiB))))) expect(held.length).toBeLessThan(100);
     expect(refused).toEqual({ code: 'memory_share_exceeded', retryAfter: 1 });
-    expect(held.length * body * bodyCostFactor).toBeLessThanOrEqual(b.inFlightBytes / 2 + body * bodyCostFactor);
+    expect(held.length).toBe(Math.max(1, Math.floor(b.inFlightBytes / 2 / cost)));
     // Another tenant is served while the abuser holds its share.
     const victim = { client: 'v', tenant: 'u' };
-    const small = b.admitBody(victim, 1024);
-    small();
-    // Tenants together: the third tenant finds the budget full.
-    const other: (() => void)[] = [];
-    while (!(refused = refusal(() => other.push(b.admitBody({ client: 'o', tenant: 'w' }, body)))));
-    expect(refusal(() => b.admitBody({ client: 'x', tenant: 'z' }, body))).toEqual({
-      code: 'service_busy',
-      retryAfter: 1,
-    });
+    expect(refusal(() => b.admitBody(victim, 1024)())).toBeNull();
+    // Tenant after tenant, until the budget is full: 503 for everyone, whatever their share.
+    for (let tenant = 0; !refused || refused.code !== 'service_busy'; tenant++) {
+      refused = refusal(() => held.push(b.admitBody({ client: `c${tenant}`, tenant: `t${tenant}` }, 16 * MiB)));
+      expect(tenant).toBeLessThan(100);
+    }
+    expect(refused).toEqual({ code: 'service_busy', retryAfter: 1 });
+    expect(b.state().reservedBytes).toBeLessThanOrEqual(b.inFlightBytes);
+    expect(b.state().reservedBytes + cost).toBeGreaterThan(b.inFlightBytes);
     held.forEach((release) => release());
-    expect(refusal(() => b.admitBody({ client: "x", tenant: "z" }, body)())).toBeNull();
+    expect(b.state().reservedBytes).toBe(0);
+    expect(refusal(() => b.admitBody({ client: 'x', tenant: 'z' }, 16 * MiB)())).toBeNull();
   });
 
-  it('refuses large bodies and work, not small bodies, while resident memory is past its high water', async () => {
+  it('lets one large request at a time, and small ones, through while resident memory is past its high water', async () => {
     let resident = 0;
-    const b = budget(512 * MiB, () => resident);
-    resident = 500 * MiB;
+    const b = budget(768 * MiB, () => resident);
+    resident = 700 * MiB;
     await expect.poll(() => b.state().pressure).toBe(true);
-    expect(refusal(() => b.admitBody({ client: 'a' }, 8 * MiB))?.code).toBe('service_busy');
-    expect(refusal(() => b.admitWork({ client: 'a' }, MiB))?.code).toBe('service_busy');
-    expect(refusal(() => b.admitBody({ client: 'a' }, 1024)())).toBeNull();
-    resident = 300 * MiB;
+    const one = b.admitBody({ client: 'a' }, 4 * MiB);
+    expect(refusal(() => b.admitBody({ client: 'b' }, 4 * MiB))?.code).toBe('service_busy');
+    expect(refusal(() => b.admitWork({ client: 'b' }, MiB))?.code).toBe('service_busy');
+    expect(refusal(() => b.admitBody({ client: 'b' }, 1024)())).toBeNull();
+    one();
+    resident = 500 * MiB;
     await expect.poll(() => b.state().pressure).toBe(false);
-    expect(refusal(() => b.admitBody({ client: 'a' }, 8 * MiB)())).toBeNull();
+    const two = [b.admitBody({ client: 'a' }, 4 * MiB), b.admitBody({ client: 'b' }, 4 * MiB)];
+    two.forEach((release) => release());
     expect(b.state().reservedBytes).toBe(0);
   });
 });

@@ -9,10 +9,19 @@ import { InFlightSlots, type SlotHolder } from '../http/in-flight.js';
 // base are refused unread (503 + Retry-After), and one client or tenant holds at most its share
 // of it (429 memory_share_exceeded), so the others keep being served. Resident memory is read
 // as a backstop: past highWater of the budget, bodies larger than a small one and drafts are
-// refused until it is back under lowWater (garbage not yet collected, a cost underestimated).
+// refused while another is in flight, until it is back under lowWater (garbage not yet
+// collected, a cost underestimated).
 
-/** Resident memory of the gateway at rest with its threads started (measured: docs/operations.md). */
-export const processBaseBytes = 160 * 1024 * 1024;
+const MiB = 1024 * 1024;
+/** Resident memory of the gateway at rest, its threads started (157 MiB measured: docs/operations.md). */
+const idleBytes = 160 * MiB;
+/** Garbage the event loop's heap may hold between collections (--initial-old-space-size=128, of 192). */
+const eventLoopGarbageBytes = 64 * MiB;
+
+/** What the gateway holds whatever its requests: at rest, plus the garbage its isolates may keep
+ *  (each parse thread up to its heap limit, see batch-pool.ts). */
+export const fixedBytes = (parseThreads: number, parseThreadHeapMb: number) =>
+  idleBytes + eventLoopGarbageBytes + parseThreads * parseThreadHeapMb * MiB;
 /** Peak bytes per body byte in flight: the body, its copy in a parse thread, the parsed and validated
  *  targets, the rows, the Kafka messages and the producer thread's copy (measured: docs/operations.md). */
 export const bodyCostFactor = 5;
@@ -20,8 +29,8 @@ export const bodyCostFactor = 5;
 const requestCostBytes = 16 * 1024;
 /** Bodies up to this are let through the backstop (the cost of a small request is never the problem). */
 const smallBodyBytes = 64 * 1024;
-const highWater = 0.9;
-const lowWater = 0.8;
+const highWater = 0.85;
+const lowWater = 0.75;
 const backstopIntervalMs = 200;
 
 export type MemoryRelease = () => void;
@@ -29,7 +38,7 @@ export type MemoryRelease = () => void;
 export type MemoryBudget = {
   /** Budget in bytes; 0 when off. */
   readonly budgetBytes: number;
-  /** Bytes requests may hold together: budget × highWater less the process's base. */
+  /** Bytes requests may hold together: budget × highWater less fixedBytes. */
   readonly inFlightBytes: number;
   /** Reserves what a body of `bodyBytes` costs, or throws 503 / 429 (nothing read yet). */
   admitBody(holder: SlotHolder, bodyBytes: number): MemoryRelease;
@@ -53,6 +62,8 @@ export const noMemoryBudget: MemoryBudget = {
 
 export type MemoryBudgetSettings = {
   budgetBytes: number;
+  /** See fixedBytes. */
+  fixedBytes: number;
   clientSharePercent: number;
   tenantSharePercent: number;
   logger: Logger;
@@ -63,7 +74,7 @@ export type MemoryBudgetSettings = {
 const group = 'memory';
 
 export function createMemoryBudget(s: MemoryBudgetSettings): MemoryBudget {
-  const inFlightBytes = Math.max(0, Math.floor(s.budgetBytes * highWater) - processBaseBytes);
+  const inFlightBytes = Math.max(0, Math.floor(s.budgetBytes * highWater) - s.fixedBytes);
   const shares = new InFlightSlots(s.clientSharePercent, s.tenantSharePercent);
   const rss = s.rss ?? (() => process.memoryUsage.rss());
   let reservedBytes = 0;
@@ -75,15 +86,21 @@ export function createMemoryBudget(s: MemoryBudgetSettings): MemoryBudget {
     if (resident > s.budgetBytes * highWater) pressure = true;
     else if (resident < s.budgetBytes * lowWater) pressure = false;
     if (pressure !== was) {
-      log.warn({ residentBytes: resident, budgetBytes: s.budgetBytes, reservedBytes }, pressure
-        ? 'resident memory past 90% of the budget: refusing large bodies until it is under 80%'
-        : 'resident memory under 80% of the budget again');
+      // The event loop's heap and buffers beside: what the rest (threads, allocator) holds is the difference.
+      const { heapTotal, external, arrayBuffers } = process.memoryUsage();
+      const held = { residentBytes: resident, budgetBytes: s.budgetBytes, reservedBytes, heapTotal, external, arrayBuffers };
+      log.warn(held, pressure
+        ? 'resident memory past 85% of the budget: one large body or draft at a time until it is under 75%'
+        : 'resident memory under 75% of the budget again');
     }
   };
   const timer = setInterval(check, backstopIntervalMs).unref();
 
   function admit(holder: SlotHolder, bytes: number, large: boolean): MemoryRelease {
-    if (large && pressure) throw busy("The gateway's memory is near its budget");
+    // Past the high water one large request at a time goes on: resident memory a freed body left
+    // behind (an allocator that keeps it) may never fall under the low water, and refusing all would
+    // then refuse them for good.
+    if (large && pressure && reservedBytes > 0) throw busy("The gateway's memory is near its budget");
     const taken = shares.takeWeighted(group, holder, inFlightBytes, bytes);
     if (taken === 'group') throw busy("The gateway's memory budget for requests in flight is in use");
     if (typeof taken !== 'function') {
