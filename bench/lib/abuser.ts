@@ -121,7 +121,8 @@ function send(body: Buffer | null, url = batchUrl): Promise<number> {
       // As a stream would send it: 64 KiB chunks, each once the connection takes the previous.
       void (async () => {
         for (let at = 0; at < body.length && !req.destroyed; at += 65536) {
-          if (!req.write(body.subarray(at, at + 65536))) await new Promise((r) => req.once('drain', r).once('close', r));
+          if (!req.write(body.subarray(at, at + 65536)))
+            await new Promise((r) => req.once('drain', r).once('close', r));
         }
         req.end(() => (bytesSent += body.length));
       })();
@@ -155,16 +156,16 @@ await Promise.all(
   params.mode === 'ignoresRetryAfter' || params.mode === 'chunked'
     ? Array.from({ length: params.floods }, () => loop(() => heavy))
     : params.mode === 'worst'
-    ? [
-        ...Array.from({ length: params.floods }, () => loop(() => heavy)),
-        ...Array.from({ length: 2 }, (_, c) => loop((i) => odd[(i + c) % odd.length]!)),
-        ...Array.from({ length: params.trickles }, () => loop(() => null)),
-        ...Array.from({ length: params.routeConnections ?? 0 }, () => loop(() => draft, draftUrl)),
-      ]
-    : [
-        ...Array.from({ length: params.floods }, (_, c) => loop((i) => bodies[(i + c) % bodies.length]!)),
-        ...Array.from({ length: params.trickles }, () => loop(() => null)),
-      ],
+      ? [
+          ...Array.from({ length: params.floods }, () => loop(() => heavy)),
+          ...Array.from({ length: 2 }, (_, c) => loop((i) => odd[(i + c) % odd.length]!)),
+          ...Array.from({ length: params.trickles }, () => loop(() => null)),
+          ...Array.from({ length: params.routeConnections ?? 0 }, () => loop(() => draft, draftUrl)),
+        ]
+      : [
+          ...Array.from({ length: params.floods }, (_, c) => loop((i) => bodies[(i + c) % bodies.length]!)),
+          ...Array.from({ length: params.trickles }, () => loop(() => null)),
+        ],
 );
 const cpu = process.cpuUsage(cpuStart);
 agent.destroy();

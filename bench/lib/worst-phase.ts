@@ -69,7 +69,9 @@ export async function runWorstPhase(d: WorstPhaseDeps) {
     const base = (await processes.gateway.waitFor(/gateway: listening on ([^\s"]+)/))[1]!;
     for (const kinds of workerDeployments) {
       const runnerEnv = { ...env, WORKERS: kinds, WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' };
-      processes[`workers-${kinds}`] = spawnTsx('src/workers/runner.ts', runnerEnv, `workers ${kinds}`);
+      processes[`workers-${kinds}`] = spawnTsx('src/workers/runner.ts', runnerEnv, `workers ${kinds}`, [
+        ...(process.env.BENCH_WORKER_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
+      ]);
     }
     for (const [name, c] of Object.entries(processes)) if (name !== 'gateway') await c.waitFor(/workers: running/);
     d.log(`worst: a ${draftTargets}-target import job for the drafts`);
@@ -89,7 +91,9 @@ export async function runWorstPhase(d: WorstPhaseDeps) {
       routeJobId,
       routeConnections: d.draftConnections ?? 2 * config.routeSuggestionMaxInFlight,
     };
-    d.log(`worst: ${floods} floods, ${d.trickles} trickles, ${params.routeConnections} drafts; budget ${budgetBytes} bytes`);
+    d.log(
+      `worst: ${floods} floods, ${d.trickles} trickles, ${params.routeConnections} drafts; budget ${budgetBytes} bytes`,
+    );
     const peaks = watchPeaks(Object.fromEntries(Object.entries(processes).map(([n, c]) => [n, c.pid])));
     const abuser = runForResult<AbuserResult>(
       'bench/lib/abuser.ts',

@@ -83,10 +83,16 @@ const configSchema = z
     ROUTE_SUGGESTION_MAX_IN_FLIGHT: int(2, 1, 64),
     ROUTE_SUGGESTION_BUDGET_MS: int(30_000, 1, 600_000),
     // auto: the container's memory limit (cgroup), off where none is set; off; or bytes (at least 256 MiB).
-    GATEWAY_MEMORY_BUDGET_BYTES: z.union([
-      z.enum(['auto', 'off']),
-      z.coerce.number().int().min(256 * 1024 * 1024).max(1024 * 1024 * 1024 * 1024),
-    ]).default('auto'),
+    GATEWAY_MEMORY_BUDGET_BYTES: z
+      .union([
+        z.enum(['auto', 'off']),
+        z.coerce
+          .number()
+          .int()
+          .min(256 * 1024 * 1024)
+          .max(1024 * 1024 * 1024 * 1024),
+      ])
+      .default('auto'),
     // PKCS#8 PEM (EC P-256 or Ed25519; literal \n accepted); only its public half is stored in PostgreSQL.
     OAUTH_SIGNING_KEY: z.string().default(''),
     OAUTH_ISSUER: z.string().min(1).max(500).default('urn:connect-integration'),

@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { containerMemoryLimit, resolveMemoryBudget } from '../../src/gateway/memory/container-limit.js';
-import { bodyCostFactor, createMemoryBudget, fixedBytes, type MemoryBudget } from '../../src/gateway/memory/memory-budget.js';
+import {
+  bodyCostFactor,
+  createMemoryBudget,
+  fixedBytes,
+  type MemoryBudget,
+} from '../../src/gateway/memory/memory-budget.js';
+import { ConfigError, loadConfig } from '../../src/shared/config.js';
 import { AppError } from '../../src/shared/errors.js';
 import { createLogger } from '../../src/shared/logger.js';
 
@@ -96,6 +102,14 @@ describe('container memory limit', () => {
     expect(containerMemoryLimit([file('v2max', 'max\n')])).toBeNull();
     expect(containerMemoryLimit([file('v1max', '9223372036854771712\n')])).toBeNull();
     expect(containerMemoryLimit([join(dir, 'absent')])).toBeNull();
+  });
+
+  it('reads GATEWAY_MEMORY_BUDGET_BYTES: auto by default, off, or at least 256 MiB', () => {
+    expect(loadConfig({}).gatewayMemoryBudget).toBe('auto');
+    expect(loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: 'off' }).gatewayMemoryBudget).toBe('off');
+    expect(loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: '805306368' }).gatewayMemoryBudget).toBe(768 * MiB);
+    expect(() => loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: '1000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: 'lots' })).toThrow(ConfigError);
   });
 
   it('resolves the setting: bytes as given, auto from the container, off', () => {

@@ -88,10 +88,20 @@ export function createMemoryBudget(s: MemoryBudgetSettings): MemoryBudget {
     if (pressure !== was) {
       // The event loop's heap and buffers beside: what the rest (threads, allocator) holds is the difference.
       const { heapTotal, external, arrayBuffers } = process.memoryUsage();
-      const held = { residentBytes: resident, budgetBytes: s.budgetBytes, reservedBytes, heapTotal, external, arrayBuffers };
-      log.warn(held, pressure
-        ? 'resident memory past 85% of the budget: one large body or draft at a time until it is under 75%'
-        : 'resident memory under 75% of the budget again');
+      const held = {
+        residentBytes: resident,
+        budgetBytes: s.budgetBytes,
+        reservedBytes,
+        heapTotal,
+        external,
+        arrayBuffers,
+      };
+      log.warn(
+        held,
+        pressure
+          ? 'resident memory past 85% of the budget: one large body or draft at a time until it is under 75%'
+          : 'resident memory under 75% of the budget again',
+      );
     }
   };
   const timer = setInterval(check, backstopIntervalMs).unref();

@@ -49,7 +49,8 @@ export const routeSuggestionRoutes = (pool: Pool, config: Config, memory: Memory
         const budget = {
           ms: config.routeSuggestionBudgetMs,
           clientLeft: signal,
-          reserveMemory: (bytes: number) => memory.admitWork({ client: client.clientId, tenant: client.tenantId }, bytes),
+          reserveMemory: (bytes: number) =>
+            memory.admitWork({ client: client.clientId, tenant: client.tenantId }, bytes),
         };
         return { status: 200, body: await createRouteSuggestion(pool, client, params.id, body, budget) };
       } catch (err) {
