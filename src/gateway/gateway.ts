@@ -7,7 +7,13 @@ import type { Logger } from '../shared/logger.js';
 import { createApp } from './app.js';
 import { createBatchPreparer, parseThreadHeapMb } from './inbound/batch-pool.js';
 import { resolveMemoryBudget } from './memory/container-limit.js';
-import { createMemoryBudget, fixedBytes, noMemoryBudget, type MemoryBudget } from './memory/memory-budget.js';
+import {
+  bodyCostFactor,
+  createMemoryBudget,
+  fixedBytes,
+  noMemoryBudget,
+  type MemoryBudget,
+} from './memory/memory-budget.js';
 import { createGatewayMetrics } from './ops/metrics.js';
 import type { RouteDefinition } from './routes/route-definition.js';
 
@@ -108,9 +114,11 @@ function gatewayMemoryBudget(config: Config, logger: Logger): MemoryBudget {
     tenantSharePercent: config.inFlightTenantSharePercent,
     logger,
   });
-  logger.info(
-    { budgetBytes, inFlightBytes: memory.inFlightBytes, setting: config.gatewayMemoryBudget },
-    'gateway: memory budget',
-  );
+  const figures = { budgetBytes, inFlightBytes: memory.inFlightBytes, setting: config.gatewayMemoryBudget };
+  logger.info(figures, 'gateway: memory budget');
+  if (memory.inFlightBytes < config.inboundBatchMaxBytes * bodyCostFactor) {
+    // Still safe (a request larger than what is left is let in alone), but one at a time.
+    logger.warn(figures, 'gateway: the memory budget leaves less than one largest batch costs; give it more memory');
+  }
   return memory;
 }
