@@ -43,7 +43,7 @@ const refusal = (admit: () => unknown) => {
 describe('memory budget', () => {
   it('leaves requests what the budget holds under its high water after the fixed part', () => {
     expect(fixedBytes(2, 96)).toBe((160 + 64 + 192) * MiB);
-    expect(budget(768 * MiB).inFlightBytes).toBe(Math.floor(768 * MiB * 0.85) - fixedBytes(2, 96));
+    expect(budget(768 * MiB).inFlightBytes).toBe(Math.floor(768 * MiB * 0.8) - fixedBytes(2, 96));
   });
 
   it('holds one client to its share (429) and all clients to the budget (503), freeing on release', () => {
