@@ -53,9 +53,9 @@ function refuseUnstorable(values: Record<string, unknown>, root: string): void {
 }
 
 /**
- * Mounts every route behind the same pipeline: authenticate → scope → rate limit →
- * validate path and query → body (media type, size, upload quota, deadline, JSON) →
- * validate body → in-flight slot → handler.
+ * Mounts every route behind the same pipeline: authenticate → scope → rate limit → memory for
+ * the body (memory/memory-budget.ts) → validate path and query → body (media type, size, upload
+ * quota, deadline, JSON) → validate body → in-flight slot → handler.
  */
 export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
