@@ -51,4 +51,4 @@ COPY migrations ./migrations
 USER 1000:1000
 EXPOSE 8080
 # Health checks live in docker-compose.yml (gateway: /readyz, worker: heartbeat file).
-CMD ["node", "--single-threaded-gc", "--initial-old-space-size=128", "dist/gateway/server.js"]
+CMD ["node", "--single-threaded-gc", "--initial-old-space-size=128", "--max-old-space-size=192", "dist/gateway/server.js"]

@@ -626,6 +626,15 @@ async function run() {
       `of ${machineCores()}; load average at start ${loadAtStart.join(' ')}`,
     ],
   ];
+  // Every service process's peak in one row (issue 31: the manifests' memory sizes come from these).
+  rows.push([
+    'peak RSS of every service process',
+    [result.a.gateway.peakRssMiB, probe?.peakRssMiB ?? NaN, b.workerRssMiB, u?.workerRssMiB ?? NaN]
+      .map((m) => fmt(m as number))
+      .join(' / '),
+    'MiB',
+    'gateway A / gateway P / workers B / workers U (NaN: phase skipped)',
+  ]);
   if (probe) {
     const st = probe.statuses as Record<string, number>;
     rows.push([

@@ -8,7 +8,19 @@
 //   abused  the same while the abuser sends the worst it may (see bench/lib/abuser.ts).
 //   ignoresRetryAfter, chunked  the same while the abuser sends its largest batches on the flood
 //           connections, again at once after a 429, or without Content-Length (issue 24).
+//   worst   (issue 31, memory) a gateway of its own, started with the manifests' memory limit as
+//           its budget (BENCH_WORST_BUDGET_BYTES: 768 MiB; every phase's gateway has it, or
+//           GATEWAY_MEMORY_BUDGET_BYTES from the environment) and upload
+//           quotas so large that they shield nothing, and one worker runner per deployment of
+//           deploy/k8s/workers.yaml; the abuser in mode `worst` (bench/lib/abuser.ts) with
+//           max(BENCH_FLOODS, INBOUND_MAX_IN_FLIGHT) flood connections, so the largest bodies
+//           reach the in-flight limit, and drafts of a 5,000-target import job on twice
+//           ROUTE_SUGGESTION_MAX_IN_FLIGHT connections. Prints every process's peak RSS against
+//           the budget, whether any died, and the victim's answers and latency. BENCH_WORST_DRAFTS:
+//           the draft connections instead.
 //
+// Every phase prints its processes' peak RSS (bench/lib/peaks.ts). BENCH_PHASES (comma-separated,
+// default neighbour,worst) picks quiet to chunked (neighbour) and worst.
 // Prints p50/p99 of each request kind in both phases and their ratios, the gateway's event-loop
 // delay (its own monitorEventLoopDelay, via /metrics) and CPU, the abuser's answers, and writes
 // bench/results/noisy-neighbour-<time>.json and -latest.json. Asserts nothing: the goals (issue
@@ -29,6 +41,8 @@ import { loadConfig } from '../src/shared/config.js';
 import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool } from '../src/shared/db/pool.js';
 import type { AbuserParams, AbuserResult } from './lib/abuser.js';
+import { peaksLine, watchPeaks, type PeakRss } from './lib/peaks.js';
+import { runWorstPhase } from './lib/worst-phase.js';
 import { deleteRunArtifacts } from './lib/kafka-admin.js';
 import {
   brokerPid,
@@ -52,6 +66,8 @@ const opts = {
   phaseSeconds: envInt('BENCH_PHASE_SECONDS', 20),
   floods: envInt('BENCH_FLOODS', 8),
   trickles: envInt('BENCH_TRICKLES', 16),
+  phases: (process.env.BENCH_PHASES ?? 'neighbour,worst').split(',').filter(Boolean),
+  worstBudgetBytes: envInt('BENCH_WORST_BUDGET_BYTES', 768 * 1024 * 1024),
 };
 const goals = { livezP99Ms: 50, victimP99Ratio: 2 };
 
@@ -71,6 +87,8 @@ const childEnv: NodeJS.ProcessEnv = {
   KAFKA_TOPIC_PREFIX: topicPrefix,
   BODY_READ_TIMEOUT_MS: '5000',
   LOG_LEVEL: 'warn',
+  // The gateway as the manifests run it: its budget is the pod's limit (auto finds none here).
+  GATEWAY_MEMORY_BUDGET_BYTES: process.env.GATEWAY_MEMORY_BUDGET_BYTES || String(opts.worstBudgetBytes),
 };
 /** The abuser's share (the gateway's UPLOAD_BYTES_PER_SECOND, from the environment or its default). */
 const uploadQuota = loadConfig(childEnv).uploadBytesPerSecond;
@@ -182,6 +200,42 @@ async function run() {
   const victimTenant = (await demo.run({ pool, warn: () => undefined }, { name: 'victim' })) as Tenant;
   await pool.query('UPDATE integration_clients SET rate_limit_per_minute = 100000000');
 
+  const neighbour = opts.phases.includes('neighbour')
+    ? await neighbourPhases(abuserTenant, victimTenant, loadAtStart)
+    : null;
+  const worst = opts.phases.includes('worst')
+    ? await runWorstPhase({
+        childEnv,
+        floods: opts.floods,
+        trickles: opts.trickles,
+        phaseSeconds: opts.phaseSeconds,
+        ...(process.env.BENCH_WORST_DRAFTS ? { draftConnections: envInt('BENCH_WORST_DRAFTS', 0) } : {}),
+        abuserKey: abuserTenant.clients.all!.apiKey,
+        victimKey: victimTenant.clients.all!.apiKey,
+        measure,
+        summary,
+        log,
+      })
+    : null;
+  const result = {
+    benchmark: 'noisy-neighbour',
+    runAt: new Date().toISOString(),
+    runId,
+    machine: machineFacts(loadAtStart),
+    options: opts,
+    ...neighbour?.result,
+    worst: worst?.result ?? null,
+  };
+  process.stdout.write([...(neighbour?.lines ?? []), ...(worst?.lines ?? []), ''].join('\n'));
+  const dir = join(repoRoot, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  const json = `${JSON.stringify(result, null, 2)}\n`;
+  writeFileSync(join(dir, `noisy-neighbour-${result.runAt.replace(/[:.]/g, '-')}.json`), json);
+  writeFileSync(join(dir, 'noisy-neighbour-latest.json'), json);
+}
+
+/** quiet, abused, ignoresRetryAfter, chunked (issues 12 and 24): the figures and the lines printed. */
+async function neighbourPhases(abuserTenant: Tenant, victimTenant: Tenant, loadAtStart: number[]) {
   const profDir = process.env.BENCH_CPU_PROF;
   const profArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
   gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', [
@@ -195,8 +249,10 @@ async function run() {
   const broker = brokerPid(Number(brokers[0]!.split(':').at(-1)));
   log('quiet: the victim alone');
   const quietCores = coresUsed(gateway.pid, broker);
+  const quietPeaks = watchPeaks({ gateway: gateway.pid });
   const quiet = await measure(base, victimKey, opts.phaseSeconds);
   const coresQuiet = quietCores();
+  const peaks: Record<string, Record<string, PeakRss>> = { quiet: quietPeaks.stop() };
 
   const abuserParams: AbuserParams = {
     url: base,
@@ -216,8 +272,11 @@ async function run() {
     );
     await sleep(6000); // the abuser builds its bodies (about 3 s) and gets going
     const cores = coresUsed(gateway!.pid, broker);
+    const watching = watchPeaks({ gateway: gateway!.pid });
     const phase = await measure(base, victimKey, opts.phaseSeconds);
-    return { phase, cores: cores(), abuser: await abuser };
+    const result = { phase, cores: cores(), abuser: await abuser };
+    peaks[mode === 'waits' ? 'abused' : mode] = watching.stop();
+    return result;
   }
   log('abused: the victim while the abuser sends the worst it may');
   const { phase: abused, cores: coresAbused, abuser: abuserResult } = await abusedBy('waits');
@@ -232,13 +291,11 @@ async function run() {
   const p99 = (phase: 'quiet' | 'abused', kind: Kind) => report[phase][kind].ms.p99;
   const ratio = (kind: Kind) => round(p99('abused', kind) / p99('quiet', kind), 2);
   const livezP99 = Math.max(p99('abused', 'livez'), p99('abused', 'livezProber'));
+  await gateway.stop();
+  gateway = null;
   const result = {
-    benchmark: 'noisy-neighbour',
-    runAt: new Date().toISOString(),
-    runId,
-    machine: machineFacts(loadAtStart),
-    options: opts,
     ...report,
+    peakRss: peaks,
     coresUsed: { quiet: coresQuiet, abused: coresAbused },
     abuser: abuserResult,
     abuserModes: Object.fromEntries(
@@ -293,14 +350,9 @@ async function run() {
     `goals: /livez p99 < ${goals.livezP99Ms} ms: ${result.goals.livezMet ? 'met' : 'NOT met'} (${livezP99}); ` +
       `victim p99 within ${goals.victimP99Ratio}×: reads ${result.goals.readMet ? 'met' : 'NOT met'}, ` +
       `single pushes ${result.goals.pushMet ? 'met' : 'NOT met'}`,
-    '',
+    ...Object.entries(peaks).map(([phase, p]) => `peak RSS ${phase}: ${peaksLine(p)}`),
   ];
-  process.stdout.write(out.join('\n'));
-  const dir = join(repoRoot, 'bench/results');
-  mkdirSync(dir, { recursive: true });
-  const json = `${JSON.stringify(result, null, 2)}\n`;
-  writeFileSync(join(dir, `noisy-neighbour-${result.runAt.replace(/[:.]/g, '-')}.json`), json);
-  writeFileSync(join(dir, 'noisy-neighbour-latest.json'), json);
+  return { result, lines: out };
 }
 
 try {

@@ -7,8 +7,11 @@
 // connections do not all come back at once) before it sends again on that connection: that gets
 // more through than sending again at once. Modes (issue 24): `ignoresRetryAfter` sends its
 // largest batches again at once after a 429, `chunked` sends them without Content-Length (its
-// quota is charged as they arrive); both on the flood connections only. Parameters come as JSON in BENCH_ABUSER_PARAMS; the result (answers by
-// status) is one line `BENCH_RESULT {json}` on stdout.
+// quota is charged as they arrive); both on the flood connections only. Mode `worst` (issue 31,
+// memory): the largest batches on the flood connections and deep, wide and invalid bodies on two
+// more, all sent again at once whatever the answer, the trickles, and drafts of route suggestions
+// of the largest import job (routeJobId) back to back on routeConnections more. Parameters come as
+// JSON in BENCH_ABUSER_PARAMS; the result (answers by status) is one line `BENCH_RESULT {json}` on stdout.
 import http from 'node:http';
 import { makeTargets } from '../../test/support/targets.js';
 import { resultPrefix } from './stats.js';
@@ -22,7 +25,10 @@ export type AbuserParams = {
   /** Connections trickling a body. */
   trickles: number;
   /** waits (default): as above; ignoresRetryAfter, chunked: largest batches only (see the top). */
-  mode?: 'waits' | 'ignoresRetryAfter' | 'chunked';
+  mode?: 'waits' | 'ignoresRetryAfter' | 'chunked' | 'worst';
+  /** worst: an import job of the largest draft's size, and the connections asking for its draft. */
+  routeJobId?: number;
+  routeConnections?: number;
 };
 
 export type AbuserResult = {
@@ -65,13 +71,24 @@ const invalidUtf8 = Buffer.concat([
   large.subarray(-200),
 ]);
 const bodies = [heavy, large, deep, wide, invalidUtf8];
+const odd = [deep, wide, invalidUtf8];
+// The largest draft: as many vehicles and stops as allowed, over the whole day.
+const draft = Buffer.from(
+  JSON.stringify({
+    date: '2026-11-23',
+    depot: { latitude: 52.5, longitude: 13.4 },
+    vehicles: 50,
+    shift: { start: '00:00', end: '24:00' },
+    maxStopsPerRoute: 500,
+  }),
+);
 
 const deadline = Date.now() + params.seconds * 1000;
 
 /** Sends one body; resolves to the seconds the gateway asked it to wait (Retry-After on a 429), or 0. */
-function send(body: Buffer | null): Promise<number> {
+function send(body: Buffer | null, url = batchUrl): Promise<number> {
   return new Promise((resolve) => {
-    const req = http.request(batchUrl, {
+    const req = http.request(url, {
       method: 'POST',
       agent,
       headers: {
@@ -104,7 +121,8 @@ function send(body: Buffer | null): Promise<number> {
       // As a stream would send it: 64 KiB chunks, each once the connection takes the previous.
       void (async () => {
         for (let at = 0; at < body.length && !req.destroyed; at += 65536) {
-          if (!req.write(body.subarray(at, at + 65536))) await new Promise((r) => req.once('drain', r).once('close', r));
+          if (!req.write(body.subarray(at, at + 65536)))
+            await new Promise((r) => req.once('drain', r).once('close', r));
         }
         req.end(() => (bytesSent += body.length));
       })();
@@ -122,9 +140,9 @@ function send(body: Buffer | null): Promise<number> {
   });
 }
 
-async function loop(pick: (i: number) => Buffer | null) {
+async function loop(pick: (i: number) => Buffer | null, url = batchUrl) {
   for (let i = 0; Date.now() < deadline; i++) {
-    const waitSeconds = await send(pick(i));
+    const waitSeconds = await send(pick(i), url);
     // Up to a second later than asked, so the connections do not all come back at once.
     const waits = params.mode === undefined || params.mode === 'waits';
     const waitMs = waits && waitSeconds > 0 ? waitSeconds * 1000 + Math.random() * 1000 : 0;
@@ -133,13 +151,21 @@ async function loop(pick: (i: number) => Buffer | null) {
 }
 
 const cpuStart = process.cpuUsage();
+const draftUrl = new URL(`/api/v1/import-jobs/${params.routeJobId}/route-suggestion`, params.url);
 await Promise.all(
   params.mode === 'ignoresRetryAfter' || params.mode === 'chunked'
     ? Array.from({ length: params.floods }, () => loop(() => heavy))
-    : [
-        ...Array.from({ length: params.floods }, (_, c) => loop((i) => bodies[(i + c) % bodies.length]!)),
-        ...Array.from({ length: params.trickles }, () => loop(() => null)),
-      ],
+    : params.mode === 'worst'
+      ? [
+          ...Array.from({ length: params.floods }, () => loop(() => heavy)),
+          ...Array.from({ length: 2 }, (_, c) => loop((i) => odd[(i + c) % odd.length]!)),
+          ...Array.from({ length: params.trickles }, () => loop(() => null)),
+          ...Array.from({ length: params.routeConnections ?? 0 }, () => loop(() => draft, draftUrl)),
+        ]
+      : [
+          ...Array.from({ length: params.floods }, (_, c) => loop((i) => bodies[(i + c) % bodies.length]!)),
+          ...Array.from({ length: params.trickles }, () => loop(() => null)),
+        ],
 );
 const cpu = process.cpuUsage(cpuStart);
 agent.destroy();

@@ -25,6 +25,7 @@ import { materialRoutes } from './materials/routes.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { routeSuggestionRoutes } from './route-suggestions/routes.js';
+import type { MemoryBudget } from './memory/memory-budget.js';
 import type { GatewayMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
@@ -43,6 +44,8 @@ export type AppDeps = {
   bus: MessageBus;
   metrics: GatewayMetrics;
   accepting: () => boolean;
+  /** Memory reserved per request before its body is read or its draft computed. */
+  memory: MemoryBudget;
   /** Operations added by the embedder (tests add probe routes); documented like the rest. */
   extraRoutes?: RouteDefinition[];
 };
@@ -61,7 +64,7 @@ export function allRoutes(
     ...inboundRoutes(deps, deps.batchPreparer),
     ...importJobRoutes(deps.pool, deps.config),
     ...jobRoutes(deps),
-    ...routeSuggestionRoutes(deps.pool, deps.config),
+    ...routeSuggestionRoutes(deps.pool, deps.config, deps.memory),
     ...materialRoutes(deps),
     ...oauth.routes(),
     ...appointmentRoutes(deps),
@@ -118,6 +121,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
     inFlightTenantSharePercent: deps.config.inFlightTenantSharePercent,
     authFailuresPerMinute: deps.config.authFailuresPerMinute,
+    memory: deps.memory,
   });
   // Once stopping, every response ends its connection: server.close() waits for open connections,
   // and the keep-alive connection of a request still in flight at SIGTERM (a slow upload) would

@@ -5,7 +5,15 @@ import { createKafkaBus } from '../shared/kafka/bus.js';
 import { allTopics } from '../shared/kafka/topics.js';
 import type { Logger } from '../shared/logger.js';
 import { createApp } from './app.js';
-import { createBatchPreparer } from './inbound/batch-pool.js';
+import { createBatchPreparer, parseThreadHeapMb } from './inbound/batch-pool.js';
+import { resolveMemoryBudget } from './memory/container-limit.js';
+import {
+  bodyCostFactor,
+  createMemoryBudget,
+  fixedBytes,
+  noMemoryBudget,
+  type MemoryBudget,
+} from './memory/memory-budget.js';
 import { createGatewayMetrics } from './ops/metrics.js';
 import type { RouteDefinition } from './routes/route-definition.js';
 
@@ -45,9 +53,11 @@ export async function startGateway(
     throw err;
   }
   let accepting = true;
+  const memory = gatewayMemoryBudget(config, logger);
   const batchPreparer = createBatchPreparer(
     { maxTargets: config.inboundBatchMaxTargets, chunkMaxBytes: config.inboundChunkMaxBytes },
     config.inboundParseThreads,
+    config.inboundBatchMaxBytes,
   );
   const app = createApp({
     config,
@@ -58,6 +68,7 @@ export async function startGateway(
     bus,
     metrics,
     accepting: () => accepting,
+    memory,
     extraRoutes,
   });
   const server = app.listen(config.port, config.host);
@@ -83,7 +94,31 @@ export async function startGateway(
         server.closeIdleConnections();
       });
       await bus.close();
+      memory.stop();
       await Promise.all([pool.end(), edgePool.end(), batchPreparer.close()]);
     },
   };
+}
+
+/** GATEWAY_MEMORY_BUDGET_BYTES (auto: the container's limit), announced at start. */
+function gatewayMemoryBudget(config: Config, logger: Logger): MemoryBudget {
+  const budgetBytes = resolveMemoryBudget(config.gatewayMemoryBudget);
+  if (budgetBytes === null) {
+    logger.info({ setting: config.gatewayMemoryBudget }, 'gateway: no memory budget (no container limit, or off)');
+    return noMemoryBudget;
+  }
+  const memory = createMemoryBudget({
+    budgetBytes,
+    fixedBytes: fixedBytes(config.inboundParseThreads, parseThreadHeapMb(config.inboundBatchMaxBytes)),
+    clientSharePercent: config.inFlightClientSharePercent,
+    tenantSharePercent: config.inFlightTenantSharePercent,
+    logger,
+  });
+  const figures = { budgetBytes, inFlightBytes: memory.inFlightBytes, setting: config.gatewayMemoryBudget };
+  logger.info(figures, 'gateway: memory budget');
+  if (memory.inFlightBytes < config.inboundBatchMaxBytes * bodyCostFactor) {
+    // Still safe (a request larger than what is left is let in alone), but one at a time.
+    logger.warn(figures, 'gateway: the memory budget leaves less than one largest batch costs; give it more memory');
+  }
+  return memory;
 }

@@ -82,6 +82,17 @@ const configSchema = z
     ORPHAN_GRACE_MS: int(30_000, 0, 3_600_000),
     ROUTE_SUGGESTION_MAX_IN_FLIGHT: int(2, 1, 64),
     ROUTE_SUGGESTION_BUDGET_MS: int(30_000, 1, 600_000),
+    // auto: the container's memory limit (cgroup), off where none is set; off; or bytes (at least 256 MiB).
+    GATEWAY_MEMORY_BUDGET_BYTES: z
+      .union([
+        z.enum(['auto', 'off']),
+        z.coerce
+          .number()
+          .int()
+          .min(256 * 1024 * 1024)
+          .max(1024 * 1024 * 1024 * 1024),
+      ])
+      .default('auto'),
     // PKCS#8 PEM (EC P-256 or Ed25519; literal \n accepted); only its public half is stored in PostgreSQL.
     OAUTH_SIGNING_KEY: z.string().default(''),
     OAUTH_ISSUER: z.string().min(1).max(500).default('urn:connect-integration'),
@@ -195,6 +206,8 @@ export type Config = {
   routeSuggestionMaxInFlight: number;
   /** Wall-clock budget of one draft's computation (422 beyond; the computation is stopped). */
   routeSuggestionBudgetMs: number;
+  /** Resident bytes the gateway keeps under by refusing work (gateway/memory/); auto: the container's limit. */
+  gatewayMemoryBudget: number | 'auto' | 'off';
   /** PEM of the access-token signing key, or '' (then generated: see oauthKeyEncryptionKey). */
   oauthSigningKey: string;
   /** iss of access tokens, checked on /connect/v1. */
@@ -368,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     orphanGraceMs: c.ORPHAN_GRACE_MS,
     routeSuggestionMaxInFlight: c.ROUTE_SUGGESTION_MAX_IN_FLIGHT,
     routeSuggestionBudgetMs: c.ROUTE_SUGGESTION_BUDGET_MS,
+    gatewayMemoryBudget: c.GATEWAY_MEMORY_BUDGET_BYTES,
     oauthSigningKey: c.OAUTH_SIGNING_KEY,
     oauthIssuer: c.OAUTH_ISSUER,
     oauthAudience: c.OAUTH_AUDIENCE,

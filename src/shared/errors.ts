@@ -103,6 +103,13 @@ export const errorCatalogue = {
       'quota (UPLOAD_BYTES_PER_SECOND, UPLOAD_BYTES_PER_SECOND_PER_TENANT, across all gateway replicas); the rest of the body ' +
       'was not read and the connection is closed. Retry after Retry-After seconds.',
   },
+  memory_share_exceeded: {
+    kind: 'rate_limited',
+    description:
+      "The Integration Client's (details.share client) or its tenant's (tenant) share of the gateway's memory for " +
+      'requests in flight (GATEWAY_MEMORY_BUDGET_BYTES, IN_FLIGHT_CLIENT_SHARE_PERCENT, IN_FLIGHT_TENANT_SHARE_PERCENT) ' +
+      'is held by its other requests; the body was not read and the connection is closed. Retry after Retry-After seconds.',
+  },
   service_unavailable: {
     kind: 'unavailable',
     description: 'A dependency (PostgreSQL or Kafka) cannot take the work now; nothing was accepted. Retry later.',
@@ -110,8 +117,8 @@ export const errorCatalogue = {
   service_busy: {
     kind: 'unavailable',
     description:
-      'The gateway has no capacity for this request now (every in-flight slot or write connection is in use, or the ' +
-      "client's or its tenant's share of the slots) while " +
+      'The gateway has no capacity for this request now (every in-flight slot or write connection is in use, the ' +
+      "client's or its tenant's share of the slots, or its memory budget) while " +
       'its dependencies answer; nothing was accepted. Retry after Retry-After seconds.',
   },
   internal_error: { kind: 'internal', description: 'An unexpected error; it is logged with the request id.' },

@@ -17,7 +17,7 @@ describe('bulk threads', () => {
     'a batch parse thread is named batch-parse and yields the CPU to the event loop (nice 10)',
     async () => {
       expect(threads().filter((t) => t.name === 'batch-parse')).toEqual([]);
-      const preparer = createBatchPreparer({ maxTargets: 10_000, chunkMaxBytes: 512 * 1024 }, 1);
+      const preparer = createBatchPreparer({ maxTargets: 10_000, chunkMaxBytes: 512 * 1024 }, 1, 16 * 1024 * 1024);
       try {
         const body = Buffer.from(JSON.stringify({ sourceSystem: 'erp', targets: makeTargets(400, 'b') }));
         expect(body.length).toBeGreaterThan(64 * 1024); // large enough to go to a thread
@@ -32,7 +32,7 @@ describe('bulk threads', () => {
   );
 
   it('fingerprints a batch by its bytes, in a thread or not', async () => {
-    const preparer = createBatchPreparer({ maxTargets: 10_000, chunkMaxBytes: 512 * 1024 }, 1);
+    const preparer = createBatchPreparer({ maxTargets: 10_000, chunkMaxBytes: 512 * 1024 }, 1, 16 * 1024 * 1024);
     try {
       for (const count of [400, 3]) {
         const value = { sourceSystem: 'erp', targets: makeTargets(count, 'fp') };

@@ -20,6 +20,18 @@ function hasBody(ctx: Context): boolean {
 }
 
 /**
+ * The bytes a body will hold once read, known before reading it (for the memory budget): its
+ * Content-Length, or limitBytes for a body of unknown length; 0 without a body or for one
+ * answered 413 unread.
+ */
+export function expectedBodyBytes(ctx: Context, limitBytes: number): number {
+  if (!hasBody(ctx)) return 0;
+  if (ctx.get('transfer-encoding') !== '') return limitBytes;
+  const declared = Number(ctx.get('content-length'));
+  return Number.isInteger(declared) && declared <= limitBytes ? declared : 0;
+}
+
+/**
  * Refusing costs nothing: a request answered before its body was read to the end (refused, or a
  * route that takes none) is answered with Connection: close, so Node closes the connection once
  * the answer is sent instead of reading and discarding the rest of the body.

@@ -21,7 +21,12 @@ export type BatchPreparer = { prepare(bytes: Buffer): Promise<PreparedBatch>; cl
  * a copy of its bytes instead of hundreds of milliseconds of parsing and validation: other
  * clients' requests, /livez included, are answered meanwhile. Threads start on first use.
  */
-export function createBatchPreparer(limits: BatchLimits, threads: number): BatchPreparer {
+/** A parse thread's old generation: parsing a 12.9 MB batch of the largest targets needs 48 MiB
+ *  (32 runs out), so six times the largest body leaves room, and caps the garbage a thread keeps
+ *  between collections (it counts in the gateway's memory budget: docs/operations.md, "Memory"). */
+export const parseThreadHeapMb = (maxBodyBytes: number) => Math.max(64, Math.ceil((6 * maxBodyBytes) / 1048576));
+
+export function createBatchPreparer(limits: BatchLimits, threads: number, maxBodyBytes: number): BatchPreparer {
   let pool: Piscina | null = null;
   return {
     async prepare(bytes) {
@@ -33,6 +38,7 @@ export function createBatchPreparer(limits: BatchLimits, threads: number): Batch
         minThreads: 0,
         maxThreads: threads,
         idleTimeout: 60_000,
+        resourceLimits: { maxOldGenerationSizeMb: parseThreadHeapMb(maxBodyBytes) },
       }));
       // The body is copied to the thread, not handed over: it adds nothing to this thread's
       // external memory, whose growth starts full collections of its heap.

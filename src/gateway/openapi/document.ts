@@ -56,8 +56,9 @@ const errorDescriptions: Record<number, string> = {
   415: 'Request media type is not application/json, text/json or application/*+json.',
   422: 'Well-formed but cannot be carried out (unprocessable).',
   429:
-    'Rate limit exceeded (rate_limited), or a body past the upload quota (upload_quota_exceeded, not read); ' +
-    'see Retry-After and RateLimit headers.',
+    'Rate limit exceeded (rate_limited), a body past the upload quota (upload_quota_exceeded, not read), or past ' +
+    "the client's or tenant's share of the memory budget (memory_share_exceeded, not read); see Retry-After and " +
+    'RateLimit headers.',
   500: 'Unexpected error (internal_error); logged with the request id.',
   503:
     'PostgreSQL or Kafka cannot take the work (service_unavailable; the message names which), or the gateway has no ' +

@@ -4,6 +4,7 @@ import { createKafkaBus } from '../../shared/kafka/bus.js';
 import { createLogger } from '../../shared/logger.js';
 import { allRoutes } from '../app.js';
 import { createGatewayMetrics } from '../ops/metrics.js';
+import { noMemoryBudget } from '../memory/memory-budget.js';
 import type { BatchPreparer } from '../inbound/batch-pool.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
 
@@ -32,6 +33,7 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
     pool,
     edgePool: pool,
     batchPreparer,
+    memory: noMemoryBudget,
     bus,
     metrics: createGatewayMetrics(),
     accepting: () => false,

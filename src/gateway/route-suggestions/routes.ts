@@ -7,6 +7,7 @@ import { defineRoute, type RouteDefinition } from '../routes/route-definition.js
 import { createRouteSuggestionSchema, routeSuggestionSchema, suggestionIdParamsSchema } from './schemas.js';
 import { createRouteSuggestion, defaultSpeedKmh } from './suggest.js';
 import { findSuggestion } from './store.js';
+import type { MemoryBudget } from '../memory/memory-budget.js';
 
 const method =
   `Targets are those whose current data came from the import job (a target later overwritten by another job ` +
@@ -18,7 +19,7 @@ const method =
   `refused (400, fieldErrors.targets) before any of its targets is read; all other work (window conversion ` +
   `included) runs in a worker thread, within the budget.`;
 
-export const routeSuggestionRoutes = (pool: Pool, config: Config): RouteDefinition[] => [
+export const routeSuggestionRoutes = (pool: Pool, config: Config, memory: MemoryBudget): RouteDefinition[] => [
   defineRoute({
     method: 'post',
     path: '/api/v1/import-jobs/{id}/route-suggestion',
@@ -27,7 +28,8 @@ export const routeSuggestionRoutes = (pool: Pool, config: Config): RouteDefiniti
     description:
       `${method} 404: unknown job or another client's. 409 import_job_not_finished: the job is Queued or ` +
       `Processing (retry when final). 422 no_routable_targets: no target has coordinates on that day. At most ` +
-      `${config.routeSuggestionMaxInFlight} drafts are computed at once per gateway (503 + Retry-After beyond). A ` +
+      `${config.routeSuggestionMaxInFlight} drafts are computed at once per gateway, within its memory budget ` +
+      `(503 + Retry-After beyond; 429 memory_share_exceeded past the client's or tenant's share of it). A ` +
       `draft gets ${config.routeSuggestionBudgetMs} ms of computation (422 computation_budget_exceeded beyond) and ` +
       'is stopped when the client disconnects.',
     tag: 'Import jobs',
@@ -44,7 +46,12 @@ export const routeSuggestionRoutes = (pool: Pool, config: Config): RouteDefiniti
         });
       }
       try {
-        const budget = { ms: config.routeSuggestionBudgetMs, clientLeft: signal };
+        const budget = {
+          ms: config.routeSuggestionBudgetMs,
+          clientLeft: signal,
+          reserveMemory: (bytes: number) =>
+            memory.admitWork({ client: client.clientId, tenant: client.tenantId }, bytes),
+        };
         return { status: 200, body: await createRouteSuggestion(pool, client, params.id, body, budget) };
       } catch (err) {
         if (!(err instanceof RouteInputError)) throw err;

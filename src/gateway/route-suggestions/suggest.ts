@@ -35,7 +35,7 @@ async function checkJobSize(pool: Pool, tenantId: string, importJobId: string): 
  */
 async function computeWithinBudget(
   input: ImportedDraftInput,
-  budget: { ms: number; clientLeft?: AbortSignal },
+  budget: DraftBudget,
   targets: number,
 ): Promise<ImportedDraftResult> {
   const timeUp = AbortSignal.timeout(budget.ms);
@@ -53,6 +53,13 @@ async function computeWithinBudget(
   }
 }
 
+/** A draft's computation: its time, the client leaving, and its memory (reserved before it starts). */
+export type DraftBudget = { ms: number; clientLeft?: AbortSignal; reserveMemory?: (bytes: number) => () => void };
+
+/** What a draft of `targets` holds at most: its distance matrix (the square of its nodes, in
+ *  doubles), the targets as read and parsed, and the worker thread's own isolate. */
+export const draftMemoryBytes = (targets: number) => (targets + 2) ** 2 * 8 + targets * 4096 + 24 * 1024 * 1024;
+
 /** Builds a draft from the job's targets off the request thread (limits checked first), stores
  *  it, and returns it. */
 export async function createRouteSuggestion(
@@ -60,7 +67,7 @@ export async function createRouteSuggestion(
   client: AuthenticatedClient,
   importJobId: string,
   req: CreateRouteSuggestion,
-  budget: { ms: number; clientLeft?: AbortSignal } = { ms: 30_000 },
+  budget: DraftBudget = { ms: 30_000 },
 ): Promise<RouteSuggestionDto> {
   const status = await findJobStatus(pool, client.clientId, importJobId);
   if (!status) throw notFound(`Import job ${importJobId}`);
@@ -72,8 +79,25 @@ export async function createRouteSuggestion(
       { status },
     );
   }
-  const timeZone = req.timeZone ?? 'UTC';
   const targets = await checkJobSize(pool, client.tenantId, importJobId);
+  // Reserved before the targets are read; freed when the draft is computed (the result is small).
+  const release = budget.reserveMemory?.(draftMemoryBytes(targets));
+  try {
+    return await computeAndStore(pool, client, importJobId, req, budget, targets);
+  } finally {
+    release?.();
+  }
+}
+
+async function computeAndStore(
+  pool: Pool,
+  client: AuthenticatedClient,
+  importJobId: string,
+  req: CreateRouteSuggestion,
+  budget: DraftBudget,
+  targets: number,
+): Promise<RouteSuggestionDto> {
+  const timeZone = req.timeZone ?? 'UTC';
   const input: ImportedDraftInput = {
     depot: { lat: req.depot.latitude, lon: req.depot.longitude },
     ...(req.endDepot ? { endDepot: { lat: req.endDepot.latitude, lon: req.endDepot.longitude } } : {}),

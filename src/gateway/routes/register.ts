@@ -4,7 +4,7 @@ import { unstorableReason } from '../http/storable.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { createFailedAuthLimiter } from '../auth/failed-auth-limiter.js';
 import { scopeOf } from '../auth/route-scopes.js';
-import { readJsonBody, readRawBody } from '../http/body.js';
+import { expectedBodyBytes, readJsonBody, readRawBody } from '../http/body.js';
 import { splitByItem } from '../http/json-text.js';
 import { sendJson } from '../http/negotiate.js';
 import type { GatewayContext, GatewayState } from '../http/state.js';
@@ -13,6 +13,7 @@ import { InFlightSlots } from '../http/in-flight.js';
 import { rateLimitedError, type RateLimiter } from '../rate-limit/rate-limiter.js';
 import type { UploadQuota } from '../rate-limit/upload-quota.js';
 import { ClientLeftError } from '../http/client-left.js';
+import type { MemoryBudget } from '../memory/memory-budget.js';
 import type { RouteDefinition } from './route-definition.js';
 
 export type PipelineDeps = {
@@ -30,6 +31,8 @@ export type PipelineDeps = {
   inFlightClientSharePercent: number;
   /** The same for all of one tenant's clients together. */
   inFlightTenantSharePercent: number;
+  /** What a body will hold is reserved here before it is read (503 / 429 when it does not fit). */
+  memory: MemoryBudget;
 };
 
 const koaPath = (template: string) => template.replace(/\{(\w+)\}/g, ':$1');
@@ -50,9 +53,9 @@ function refuseUnstorable(values: Record<string, unknown>, root: string): void {
 }
 
 /**
- * Mounts every route behind the same pipeline: authenticate → scope → rate limit →
- * validate path and query → body (media type, size, upload quota, deadline, JSON) →
- * validate body → in-flight slot → handler.
+ * Mounts every route behind the same pipeline: authenticate → scope → rate limit → memory for
+ * the body (memory/memory-budget.ts) → validate path and query → body (media type, size, upload
+ * quota, deadline, JSON) → validate body → in-flight slot → handler.
  */
 export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
@@ -97,21 +100,24 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
         ctx.set(decision.headers);
         if (!decision.allowed) throw rateLimitedError(decision);
       }
-      const input = await readInput(ctx, route);
-      // Slots count requests whose body has arrived, so a slow sender holds none while it sends.
-      const release =
-        route.maxInFlight === undefined
-          ? null
-          : slots.take(
-              group,
-              { client: ctx.state.client?.clientId ?? ctx.ip, tenant: ctx.state.client?.tenantId },
-              route.maxInFlight,
-            );
-      if (release === false) throw atCapacity();
+      const holder = { client: ctx.state.client?.clientId ?? ctx.ip, tenant: ctx.state.client?.tenantId };
+      const takesBody = Boolean(route.parseRawBody || route.body || route.parseBody);
+      // Held from before the body is read until the answer: the body, what is parsed and produced from it.
+      const memory = takesBody
+        ? deps.memory.admitBody(holder, expectedBodyBytes(ctx, route.bodyLimitBytes ?? deps.bodyLimitBytes))
+        : null;
       try {
-        await handle(ctx, route, input);
+        const input = await readInput(ctx, route);
+        // Slots count requests whose body has arrived, so a slow sender holds none while it sends.
+        const release = route.maxInFlight === undefined ? null : slots.take(group, holder, route.maxInFlight);
+        if (release === false) throw atCapacity();
+        try {
+          await handle(ctx, route, input);
+        } finally {
+          if (release) release();
+        }
       } finally {
-        if (release) release();
+        memory?.();
       }
     });
   }
