@@ -5,6 +5,7 @@ import { createKafkaBus } from '../shared/kafka/bus.js';
 import { allTopics } from '../shared/kafka/topics.js';
 import type { Logger } from '../shared/logger.js';
 import { createApp } from './app.js';
+import { createEventWaits } from './events/notifications.js';
 import { createBatchPreparer } from './inbound/batch-pool.js';
 import { createGatewayMetrics } from './ops/metrics.js';
 import type { RouteDefinition } from './routes/route-definition.js';
@@ -49,6 +50,15 @@ export async function startGateway(
     { maxTargets: config.inboundBatchMaxTargets, chunkMaxBytes: config.inboundChunkMaxBytes },
     config.inboundParseThreads,
   );
+  const eventWaits = createEventWaits(
+    config.databaseUrl,
+    {
+      perClient: config.eventFeedWaitersPerClient,
+      perTenant: config.eventFeedWaitersPerTenant,
+      max: config.eventFeedWaitersMax,
+    },
+    logger,
+  );
   const app = createApp({
     config,
     logger,
@@ -58,6 +68,7 @@ export async function startGateway(
     bus,
     metrics,
     accepting: () => accepting,
+    eventWaits,
     extraRoutes,
   });
   const server = app.listen(config.port, config.host);
@@ -77,7 +88,9 @@ export async function startGateway(
     url,
     async stop() {
       accepting = false;
-      // Stop accepting, let in-flight requests finish, then flush Kafka and close the pool.
+      // Long-polls answer now (with what they have), then: stop accepting, let in-flight requests
+      // finish, flush Kafka and close the pool.
+      await eventWaits.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
