@@ -40,15 +40,9 @@ export const updateEndpointBody = z
 
 export const rotateSecretBody = z
   .strictObject({
-    overlapSeconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(maxOverlapSeconds)
-      .default(86_400)
-      .meta({
-        description: 'How long the previous secret keeps signing beside the new one (0: stops at once). Default a day.',
-      }),
+    overlapSeconds: z.number().int().min(0).max(maxOverlapSeconds).default(86_400).meta({
+      description: 'How long the previous secret keeps signing beside the new one (0: stops at once). Default a day.',
+    }),
   })
   .meta({ id: 'WebhookSecretRotate' });
 
