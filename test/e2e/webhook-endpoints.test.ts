@@ -26,7 +26,7 @@ const suite = useGatewaySuite({
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', // the receiver is on 127.0.0.1
     WEBHOOK_POLL_INTERVAL_MS: '100',
     WEBHOOK_RETRY_SCHEDULE: '0.1', // one retry, then the delivery gives up (replay-failed)
-    WEBHOOK_ENDPOINTS_PER_CLIENT: '6',
+    WEBHOOK_ENDPOINTS_PER_CLIENT: '10',
   }),
   workers: [inboundWorker],
 });
@@ -42,11 +42,16 @@ const base = '/api/v1/webhook-endpoints';
 const create = (path: string, events: string[] = ['all'], headers = me()) =>
   suite.api.post(base, { body: { url: receiver.url(path), events }, headers });
 
+/** A new endpoint of the caller (201 checked). */
+async function created(path: string, events?: string[]) {
+  const res = await create(path, events);
+  expect(res.status, res.text).toBe(201);
+  return res.body;
+}
+
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  dispatcher = await startWorkers(suite.config, createLogger(process.env.DISPATCHER_LOG ?? 'warn', 'test-webhooks'), [
-    webhookDispatcher,
-  ]);
+  dispatcher = await startWorkers(suite.config, createLogger('warn', 'test-webhooks'), [webhookDispatcher]);
   other = await createClientWithKey(suite.pool, suite.demo.tenantId, 'webhooks.manage');
   const res = await create('/other', ['all'], bearer(other.apiKey));
   expect(res.status).toBe(201);
@@ -127,7 +132,7 @@ describe('webhook endpoints through the API', () => {
         expect(res.status, url).toBe(400);
         expect(res.body.error.fieldErrors.url[0]).toMatch(/range; set WEBHOOK_ALLOW_PRIVATE_TARGETS/);
       }
-      const id = (await create('/patch-me')).body.endpointId;
+      const id = (await created('/patch-me')).endpointId;
       const patched = await api.request('patch', `${base}/${id}`, {
         body: { url: 'http://169.254.169.254/latest' },
         headers: me(),
@@ -168,7 +173,7 @@ describe('webhook endpoints through the API', () => {
   });
 
   it('rotate-secret: during the overlap both secrets sign; without one only the new', async () => {
-    const { endpointId, secret: first } = (await create('/rotated')).body;
+    const { endpointId, secret: first } = await created('/rotated');
     const rotated = await suite.api.post(`${base}/${endpointId}/rotate-secret`, {
       body: { overlapSeconds: 3600 },
       headers: me(),
@@ -194,7 +199,7 @@ describe('webhook endpoints through the API', () => {
   });
 
   it('patch changes the URL and the events; a changed subscription decides what is queued', async () => {
-    const { endpointId } = (await create('/before', ['field_job.created'])).body;
+    const { endpointId } = await created('/before', ['field_job.created']);
     const patched = await suite.api.request('patch', `${base}/${endpointId}`, {
       body: { url: receiver.url('/after'), events: ['import_job.completed'] },
       headers: me(),
@@ -213,8 +218,8 @@ describe('webhook endpoints through the API', () => {
   });
 
   it('disable holds deliveries, enable sends them; replay sends an event again under the same webhook-id', async () => {
-    const held = (await create('/held')).body.endpointId;
-    const witness = (await create('/witness')).body.endpointId;
+    const held = (await created('/held')).endpointId;
+    const witness = (await created('/witness')).endpointId;
     const disabled = await suite.api.post(`${base}/${held}/disable`, { headers: me() });
     expect(disabled.body).toMatchObject({ status: 'Disabled', disabledReason: 'disabled by the client' });
     const queued = await suite.api.post(`${base}/${held}/test`, { headers: me() });
@@ -250,7 +255,7 @@ describe('webhook endpoints through the API', () => {
 
   it('replay-failed sends again what failed (and what was missed while disabled) since a time', async () => {
     receiver.behave('/flaky', () => ({ status: 500, body: 'down' }));
-    const { endpointId } = (await create('/flaky')).body;
+    const { endpointId } = await created('/flaky');
     const since = new Date().toISOString();
     const sent = await suite.api.post(`${base}/${endpointId}/test`, { headers: me() });
     // Two attempts (the schedule has one retry), then the delivery is Failed and the endpoint disabled.
@@ -276,7 +281,7 @@ describe('webhook endpoints through the API', () => {
   });
 
   it('delete removes the endpoint and its history; the per-client limit is 409', async () => {
-    const { endpointId } = (await create('/deleted')).body;
+    const { endpointId } = await created('/deleted');
     await suite.api.post(`${base}/${endpointId}/test`, { headers: me() });
     await receiver.waitFor('/deleted', 1);
     const deleted = await suite.api.request('delete', `${base}/${endpointId}`, { headers: me() });
@@ -285,9 +290,10 @@ describe('webhook endpoints through the API', () => {
     expect((await suite.api.request('delete', `${base}/${endpointId}`, { headers: me() })).status).toBe(404);
 
     const limited = await createClientWithKey(suite.pool, suite.demo.tenantId, 'webhooks.manage');
-    for (let i = 0; i < 6; i++) expect((await create(`/limit-${i}`, ['all'], bearer(limited.apiKey))).status).toBe(201);
-    const over = await create('/limit-6', ['all'], bearer(limited.apiKey));
+    for (let i = 0; i < 10; i++)
+      expect((await create(`/limit-${i}`, ['all'], bearer(limited.apiKey))).status).toBe(201);
+    const over = await create('/limit-10', ['all'], bearer(limited.apiKey));
     expect(over.status).toBe(409);
-    expect(over.body.error).toMatchObject({ code: 'webhook_endpoint_limit', details: { limit: 6 } });
+    expect(over.body.error).toMatchObject({ code: 'webhook_endpoint_limit', details: { limit: 10 } });
   });
 });
