@@ -12,6 +12,7 @@ import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool, inTransaction } from '../src/shared/db/pool.js';
 import { createLogger } from '../src/shared/logger.js';
 import { newWebhookEventId, recordWebhookEvent } from '../src/shared/webhooks/outbox.js';
+import { fieldJobData } from '../test/support/events.js';
 import { percentiles } from './lib/stats.js';
 
 const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/connect';
@@ -36,16 +37,7 @@ try {
   };
   await pool.query('UPDATE integration_clients SET rate_limit_per_minute = 100000000');
   const owner = { tenantId: tenant.tenantId, clientId: tenant.clients.all!.clientId };
-  const data = (n: number) => ({
-    fieldJobId: '00000000-0000-4000-8000-000000000000',
-    jobNumber: `J-${String(n).padStart(6, '0')}`,
-    externalId: `bench-${n}`,
-    status: 'Created',
-    workOrderId: null,
-    jobType: 'service',
-    title: `Annual boiler service ${n}`,
-    createdAt: new Date().toISOString(),
-  });
+  const data = fieldJobData;
 
   // The events, written set-based (the feed reads what the workers' recordWebhookEvent writes).
   for (let from = 0; from < events; from += 5000) {

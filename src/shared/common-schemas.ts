@@ -8,6 +8,16 @@ export const maxMetadataBytes = 4096;
 
 export const text = (max: number) => z.string().trim().min(1).max(max);
 
+/** A page size in a query (take, limit): 1 … max, with a default. */
+export const pageSizeQuery = (max: number, byDefault: number) =>
+  z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(max)
+    .default(byDefault)
+    .meta({ description: `1 … ${max}, default ${byDefault}.` });
+
 export const addressSchema = z
   .strictObject({
     line1: text(200),

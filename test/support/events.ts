@@ -4,6 +4,18 @@ import { recordWebhookEvent } from '../../src/shared/webhooks/outbox.js';
 import type { ApiClient } from './api-client.js';
 import { bearer } from './fixtures.js';
 
+/** The data of a field_job.created event numbered n (test and benchmark events). */
+export const fieldJobData = (n: number) => ({
+  fieldJobId: '00000000-0000-4000-8000-000000000000',
+  jobNumber: `J-${String(n).padStart(6, '0')}`,
+  externalId: `feed-${n}`,
+  status: 'Created',
+  workOrderId: null,
+  jobType: 'service',
+  title: `event ${n}`,
+  createdAt: new Date().toISOString(),
+});
+
 /** Records one field_job.created event of the client, as the jobs worker does (its own transaction). */
 export function recordTestEvent(pool: Pool, owner: { tenantId: string; clientId: string }, n: number) {
   return inTransaction(pool, (tx) => recordTestEventIn(tx, owner, n));
@@ -17,16 +29,7 @@ export function recordTestEventIn(
   return recordWebhookEvent(tx, {
     ...owner,
     type: 'field_job.created',
-    data: {
-      fieldJobId: '00000000-0000-4000-8000-000000000000',
-      jobNumber: `J-${String(n).padStart(6, '0')}`,
-      externalId: `feed-${n}`,
-      status: 'Created',
-      workOrderId: null,
-      jobType: 'service',
-      title: `event ${n}`,
-      createdAt: new Date().toISOString(),
-    },
+    data: fieldJobData(n),
   });
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageSizeQuery } from '../../shared/common-schemas.js';
 import { webhookEnvelopeSchema, webhookEventTypes } from '../../shared/webhooks/event-types.js';
 import { cursorPattern } from './cursor.js';
 
@@ -27,13 +28,7 @@ export const listEventsQuery = (maxWaitSeconds: number) =>
         description: `Comma-separated event types to return (default: all of ${webhookEventTypes.join(', ')}). The cursor still moves past the others.`,
         example: 'import_job.completed,import_job.failed',
       }),
-    limit: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(maxFeedLimit)
-      .default(100)
-      .meta({ description: `Events per page, 1 … ${maxFeedLimit}, default 100.` }),
+    limit: pageSizeQuery(maxFeedLimit, 100),
     wait: z.coerce
       .number()
       .int()

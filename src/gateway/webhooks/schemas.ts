@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageSizeQuery } from '../../shared/common-schemas.js';
 import { maxWebhookUrlLength } from '../../shared/webhooks/target-policy.js';
 import { webhookEventIdPattern, webhookEventTypes } from '../../shared/webhooks/event-types.js';
 
@@ -61,13 +62,7 @@ export const endpointParams = z.strictObject({ endpointId: z.uuid() });
 export const attemptsQuery = (maxTake: number) =>
   z.strictObject({
     eventId: z.string().regex(webhookEventIdPattern, 'must be an event id (evt_…)').optional(),
-    limit: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(maxTake)
-      .default(50)
-      .meta({ description: `1 … ${maxTake}, default 50.` }),
+    limit: pageSizeQuery(maxTake, 50),
   });
 
 const count = () => z.number().int().min(0);
