@@ -46,7 +46,11 @@ export function createEventWaits(databaseUrl: string, limits: EventWaitLimits, l
 
   function listen(): void {
     if (closing || connection || connecting) return;
-    const client = new pg.Client({ connectionString: databaseUrl, application_name: 'connect-gateway-events' });
+    const client = new pg.Client({
+      connectionString: databaseUrl,
+      application_name: 'connect-gateway-events',
+      keepAlive: true, // a silently lost server is noticed (and the connection replaced)
+    });
     let lost = false;
     const onLost = (err?: Error) => {
       if (lost) return;

@@ -115,6 +115,7 @@ export const webhookEndpointRoutes = (pool: Pool, config: Config): RouteDefiniti
       path: base,
       operationId: 'listWebhookEndpoints',
       summary: "The caller's webhook endpoints (never their secrets)",
+      description: 'Every endpoint of the calling client, oldest first, with its status and delivery counts.',
       tag,
       auth: 'apiKey',
       responses: { 200: { description: 'Every endpoint of the caller, oldest first', schema: endpointListSchema } },
@@ -128,6 +129,7 @@ export const webhookEndpointRoutes = (pool: Pool, config: Config): RouteDefiniti
       path: one,
       operationId: 'getWebhookEndpoint',
       summary: 'One webhook endpoint: status, why disabled, failures, delivery counts',
+      description: "Another client's endpoint is 404. The secret is never shown here (only on create and rotate).",
       responses: { 200: { description: 'The endpoint', schema: endpointSchema } },
       async handler({ params, client }) {
         return { status: 200, body: await mustGet(ref(params.endpointId, client.clientId)) };
@@ -180,8 +182,8 @@ export const webhookEndpointRoutes = (pool: Pool, config: Config): RouteDefiniti
             : 'Enable an endpoint (also one disabled for failing): its waiting deliveries resume',
         description:
           verb === 'enable'
-            ? 'Events raised while it was disabled were not queued: replay them with replay-failed.'
-            : undefined,
+            ? 'Consecutive failures are reset. Events raised while it was disabled were not queued: replay them with replay-failed.'
+            : 'Deliveries already queued wait (they are sent after enable); events raised meanwhile are not queued for it.',
         responses: { 200: { description: 'The endpoint', schema: endpointSchema } },
         async handler({ params, client }) {
           const r = ref(params.endpointId, client.clientId);
@@ -234,6 +236,7 @@ export const webhookEndpointRoutes = (pool: Pool, config: Config): RouteDefiniti
       path: `${one}/attempts`,
       operationId: 'listWebhookAttempts',
       summary: "Delivery attempts to this endpoint, newest first (optionally one event's)",
+      description: 'Each attempt: outcome, HTTP status, latency, error and the first 500 bytes of the answer.',
       query: attemptsQuery(1000),
       responses: {
         200: { description: 'Attempts: outcome, status, latency, error, response snippet', schema: attemptListSchema },
