@@ -128,8 +128,7 @@ export function buildProblem(input: RouteSuggestionInput): Problem {
     const field = `targets[${index}]`;
     if (typeof t?.externalId !== 'string') throw new RouteInputError(`${field}.externalId must be a string`);
     // The output names targets by externalId only.
-    if (ids.has(t.externalId))
-      throw new RouteInputError(`${field}.externalId ${JSON.stringify(t.externalId)} is not unique`);
+    if (ids.has(t.externalId)) throw new RouteInputError(`${field}.externalId ${JSON.stringify(t.externalId)} is not unique`);
     ids.add(t.externalId);
     if (typeof t.serviceMinutes !== 'number' || !Number.isFinite(t.serviceMinutes) || t.serviceMinutes < 0) {
       throw new RouteInputError(`${field}.serviceMinutes must be a non-negative number`);

@@ -34,9 +34,7 @@ export function suggestRoutes(input: RouteSuggestionInput): RouteSuggestionResul
   // the measured workload needs, the spare vehicles only taking what fits nowhere else.
   let best = polish(p, near, sweepStart(p, p.vehicles, near));
   const needed = Math.ceil(busyMinutes(best) / ((p.shiftEnd - p.shiftStart) * plannedUtilisation));
-  const starts = [needed, needed + 1]
-    .filter((count) => count >= 1 && count < p.vehicles)
-    .map((count) => () => sweepStart(p, count, near));
+  const starts = [needed, needed + 1].filter((count) => count >= 1 && count < p.vehicles).map((count) => () => sweepStart(p, count, near));
   // Sectors ignore time: with many windows a route may have to criss-cross its sector. A
   // nearest-neighbour start follows the clock instead; improved, it sometimes wins there.
   starts.push(() => nearestNeighbourTours(p));
@@ -66,8 +64,7 @@ function polish(p: Problem, near: Neighbours, start: Solution): Solution {
   const { routes } = start;
   let { leftovers } = start;
   const budget: Budget = { left: evaluationBudget };
-  const perRoute = (r: Route): number =>
-    Math.max(200_000, Math.floor((evaluationBudget / 2) * (r.length / Math.max(1, p.n))));
+  const perRoute = (r: Route): number => Math.max(200_000, Math.floor((evaluationBudget / 2) * (r.length / Math.max(1, p.n))));
   const improve = (changed: Iterable<Route>): void => {
     for (const r of changed) {
       const share = { left: Math.min(budget.left, perRoute(r)) };

@@ -53,10 +53,7 @@ describe('a body refused before it is read', () => {
     [
       '403 (no scope for the operation)',
       403,
-      async () => ({
-        ...json,
-        ...bearer((await createClientWithKey(suite.pool, suite.demo.tenantId, 'import_jobs.read')).apiKey),
-      }),
+      async () => ({ ...json, ...bearer((await createClientWithKey(suite.pool, suite.demo.tenantId, 'import_jobs.read')).apiKey) }),
     ],
     [
       '415 (another media type)',

@@ -69,18 +69,14 @@ describe('a clean start', () => {
           }
         });
         expect(lines.length, `${name} lines`).toBeGreaterThan(0);
-        expect
-          .soft(
-            parsed.filter((p) => typeof p === 'string'),
-            `${name}: lines that are not JSON`,
-          )
-          .toEqual([]);
-        expect
-          .soft(
-            parsed.filter((p) => typeof p === 'object' && (p.level ?? 0) >= 50),
-            `${name}: ERROR lines`,
-          )
-          .toEqual([]);
+        expect.soft(
+          parsed.filter((p) => typeof p === 'string'),
+          `${name}: lines that are not JSON`,
+        ).toEqual([]);
+        expect.soft(
+          parsed.filter((p) => typeof p === 'object' && (p.level ?? 0) >= 50),
+          `${name}: ERROR lines`,
+        ).toEqual([]);
       }
     },
     scaled(600_000),

@@ -54,9 +54,7 @@ export async function rawUpload(
   const frames: Buffer[] = [];
   for (let at = 0; at < opts.body.length; at += chunkBytes) {
     const part = opts.body.subarray(at, at + chunkBytes);
-    frames.push(
-      opts.chunked ? Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]) : part,
-    );
+    frames.push(opts.chunked ? Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]) : part);
   }
   if (opts.chunked) frames.push(Buffer.from('0\r\n\r\n'));
   const requestBytes = head.length + frames.reduce((n, f) => n + f.length, 0);
