@@ -16,6 +16,8 @@ import { errorHandler } from './http/error-handler.js';
 import { requestContext } from './http/request-context.js';
 import { traceRequests } from './http/trace-requests.js';
 import type { GatewayState } from './http/state.js';
+import { eventRoutes } from './events/routes.js';
+import type { EventWaits } from './events/notifications.js';
 import { importJobRoutes } from './import-jobs/routes.js';
 import type { BatchPreparer } from './inbound/batch-pool.js';
 import { inboundRoutes } from './inbound/routes.js';
@@ -31,6 +33,7 @@ import { opsRoutes } from './ops/routes.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
 import { createUploadQuota, largestBody, uploadWindow } from './rate-limit/upload-quota.js';
 import { buildRouter } from './routes/register.js';
+import { webhookEndpointRoutes } from './webhooks/routes.js';
 import type { RouteDefinition } from './routes/route-definition.js';
 
 export type AppDeps = {
@@ -46,6 +49,8 @@ export type AppDeps = {
   accepting: () => boolean;
   /** Memory reserved per request before its body is read or its draft computed. */
   memory: MemoryBudget;
+  /** Long-polls of the event feed (one LISTEN connection per gateway). */
+  eventWaits: EventWaits;
   /** Operations added by the embedder (tests add probe routes); documented like the rest. */
   extraRoutes?: RouteDefinition[];
 };
@@ -68,6 +73,8 @@ export function allRoutes(
     ...materialRoutes(deps),
     ...oauth.routes(),
     ...appointmentRoutes(deps),
+    ...webhookEndpointRoutes(deps.pool, deps.config),
+    ...eventRoutes(deps.pool, deps.config, deps.eventWaits),
     ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,

@@ -5,6 +5,7 @@ import { createKafkaBus } from '../shared/kafka/bus.js';
 import { allTopics } from '../shared/kafka/topics.js';
 import type { Logger } from '../shared/logger.js';
 import { createApp } from './app.js';
+import { createEventWaits } from './events/notifications.js';
 import { createBatchPreparer, parseThreadHeapMb } from './inbound/batch-pool.js';
 import { resolveMemoryBudget } from './memory/container-limit.js';
 import {
@@ -59,6 +60,15 @@ export async function startGateway(
     config.inboundParseThreads,
     config.inboundBatchMaxBytes,
   );
+  const eventWaits = createEventWaits(
+    config.databaseUrl,
+    {
+      perClient: config.eventFeedWaitersPerClient,
+      perTenant: config.eventFeedWaitersPerTenant,
+      max: config.eventFeedWaitersMax,
+    },
+    logger,
+  );
   const app = createApp({
     config,
     logger,
@@ -69,6 +79,7 @@ export async function startGateway(
     metrics,
     accepting: () => accepting,
     memory,
+    eventWaits,
     extraRoutes,
   });
   const server = app.listen(config.port, config.host);
@@ -88,7 +99,9 @@ export async function startGateway(
     url,
     async stop() {
       accepting = false;
-      // Stop accepting, let in-flight requests finish, then flush Kafka and close the pool.
+      // Long-polls answer now (with what they have), then: stop accepting, let in-flight requests
+      // finish, flush Kafka and close the pool.
+      await eventWaits.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

@@ -20,6 +20,16 @@ export const addressTextLimits = {
   region: { max: 100, required: false },
 } as const;
 
+/** A page size in a query (take, limit): 1 … max, with a default. */
+export const pageSizeQuery = (max: number, byDefault: number) =>
+  z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(max)
+    .default(byDefault)
+    .meta({ description: `1 … ${max}, default ${byDefault}.` });
+
 export const addressSchema = z
   .strictObject({
     line1: text(addressTextLimits.line1.max),

@@ -113,6 +113,14 @@ const configSchema = z
     WEBHOOK_POLL_INTERVAL_MS: int(1000, 10, 60_000),
     WEBHOOK_CONCURRENCY: int(16, 1, 1000),
     WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(['true', 'false']).default('false'),
+    // Self-service (issue 26): endpoints a client may register through the API; the event feed.
+    WEBHOOK_ENDPOINTS_PER_CLIENT: int(20, 1, 1000),
+    EVENT_RETENTION_HOURS: int(336, 1, 87_600),
+    EVENT_PRUNE_INTERVAL_MS: int(60_000, 100, 86_400_000),
+    EVENT_FEED_MAX_WAIT_SECONDS: int(30, 1, 300),
+    EVENT_FEED_WAITERS_PER_CLIENT: int(4, 1, 10_000),
+    EVENT_FEED_WAITERS_PER_TENANT: int(16, 1, 100_000),
+    EVENT_FEED_WAITERS_MAX: int(1000, 1, 100_000),
     WORKERS: z
       .string()
       .regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names')
@@ -232,6 +240,17 @@ export type Config = {
   webhookConcurrency: number;
   /** Allow endpoints on loopback, private, link-local … addresses (development, tests). */
   webhookAllowPrivateTargets: boolean;
+  /** Endpoints one client may register through the API (409 beyond). */
+  webhookEndpointsPerClient: number;
+  /** Events (with their deliveries and attempts) older than this are pruned by the dispatcher. */
+  eventRetentionMs: number;
+  eventPruneIntervalMs: number;
+  /** Longest `wait` of GET /api/v1/events. */
+  eventFeedMaxWaitSeconds: number;
+  /** Long-polls one client, one tenant and all clients may have waiting on one gateway (429 beyond). */
+  eventFeedWaitersPerClient: number;
+  eventFeedWaitersPerTenant: number;
+  eventFeedWaitersMax: number;
   workers: string[];
   /** Touched every 10 s by the worker runner when set (container liveness). */
   workerHeartbeatFile: string;
@@ -395,6 +414,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookPollIntervalMs: c.WEBHOOK_POLL_INTERVAL_MS,
     webhookConcurrency: c.WEBHOOK_CONCURRENCY,
     webhookAllowPrivateTargets: c.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
+    webhookEndpointsPerClient: c.WEBHOOK_ENDPOINTS_PER_CLIENT,
+    eventRetentionMs: c.EVENT_RETENTION_HOURS * 3_600_000,
+    eventPruneIntervalMs: c.EVENT_PRUNE_INTERVAL_MS,
+    eventFeedMaxWaitSeconds: c.EVENT_FEED_MAX_WAIT_SECONDS,
+    eventFeedWaitersPerClient: c.EVENT_FEED_WAITERS_PER_CLIENT,
+    eventFeedWaitersPerTenant: c.EVENT_FEED_WAITERS_PER_TENANT,
+    eventFeedWaitersMax: c.EVENT_FEED_WAITERS_MAX,
     workers: c.WORKERS.split(',')
       .map((s) => s.trim())
       .filter(Boolean),

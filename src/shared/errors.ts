@@ -12,6 +12,7 @@ export type ErrorKind =
   | 'request_timeout'
   | 'unsupported_media_type'
   | 'unprocessable'
+  | 'gone'
   | 'rate_limited'
   | 'unavailable'
   | 'internal';
@@ -81,6 +82,22 @@ export const errorCatalogue = {
   no_routable_targets: {
     kind: 'unprocessable',
     description: 'The import job has no target that can be routed (none with coordinates on that day).',
+  },
+  webhook_endpoint_limit: {
+    kind: 'conflict',
+    description: 'The client has as many webhook endpoints as it may (WEBHOOK_ENDPOINTS_PER_CLIENT); delete one first.',
+  },
+  cursor_expired: {
+    kind: 'gone',
+    description:
+      'The event feed cursor points before the oldest event kept (EVENT_RETENTION_HOURS): events after it were ' +
+      'pruned. Start again without `after` (details.oldestCursor) and reconcile from the resources themselves.',
+  },
+  too_many_waiting: {
+    kind: 'rate_limited',
+    description:
+      'The client (or its tenant) already has as many long-polls waiting on this gateway as it may ' +
+      '(EVENT_FEED_WAITERS_PER_CLIENT, _PER_TENANT, _MAX); retry after Retry-After seconds, or without `wait`.',
   },
   payload_too_large: { kind: 'too_large', description: 'The body exceeds the documented size limit.' },
   request_timeout: {

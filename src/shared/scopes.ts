@@ -1,5 +1,6 @@
 // The integration scopes of spec part 5, plus the appointment scopes (spec part 5.4 leaves them
-// open; they are carried by OAuth2 access tokens on /connect/v1). migrations/0001 and 0005 seed
+// open; they are carried by OAuth2 access tokens on /connect/v1), and the self-service scopes of the
+// webhook endpoints and the event feed. migrations/0001, 0005 and 0016 seed
 // the same names into `scopes` (a test checks both lists agree).
 export const integrationScopes = [
   'connect.inventory.read',
@@ -13,6 +14,8 @@ export const integrationScopes = [
   'integration.health.read',
   'appointments.read',
   'appointments.write',
+  'webhooks.manage',
+  'events.read',
 ] as const;
 
 export type Scope = (typeof integrationScopes)[number];

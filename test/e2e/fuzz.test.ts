@@ -1,3 +1,5 @@
+import { sendTestEvent } from '../../src/shared/webhooks/endpoint-deliveries.js';
+import { createEndpoint, findEndpoint } from '../../src/shared/webhooks/endpoints.js';
 import { appendFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, insertFinishedImportJob, insertImportJob, insertRouteSuggestion } from '../support/fixtures.js';
@@ -47,6 +49,7 @@ const suite = useGatewaySuite({
     AUTH_FAILURES_PER_MINUTE: '1000000',
     OAUTH_TOKEN_CLIENT_LIMIT_PER_MINUTE: '1000000',
     OAUTH_TOKEN_ADDRESS_LIMIT_PER_MINUTE: '1000000',
+    WEBHOOK_ENDPOINTS_PER_CLIENT: '1000',
   }),
 });
 
@@ -104,6 +107,8 @@ function operations(): Operation[] {
 /** What valid requests need beyond the schemas: existing objects of the demo client. */
 type Fixtures = {
   token: string;
+  /** An event of the demo client (webhook replays). */
+  eventId: string;
   /** `<template> <param>` → a path value that reaches the handler with a 2xx. */
   pathValues: Record<string, string>;
 };
@@ -137,8 +142,11 @@ function exampleHints(): ExampleHints {
       scope: () => 'appointments.read appointments.write',
       client_id: () => all.clientId,
       client_secret: () => all.apiKey,
+      url: () => 'https://93.184.215.14/hooks', // a public address literal: passes the SSRF policy without DNS
+      eventId: () => fixtures.eventId,
+      since: () => '2026-01-01T00:00:00Z',
     },
-    include: new Set(['coordinates', 'sku', 'client_id', 'client_secret']),
+    include: new Set(['coordinates', 'sku', 'client_id', 'client_secret', 'events']),
   };
 }
 
@@ -1018,8 +1026,21 @@ async function validRequest(op: Operation, rnd: Rnd, full = false): Promise<Fuzz
   if (op.id === 'cancelAppointmentRequest') {
     parts.pathValues.id = await submitAppointment(rnd);
   }
+  // A fresh endpoint each time: a hostile DELETE may have removed the fixture's.
+  if (op.template.startsWith('/api/v1/webhook-endpoints/{endpointId}'))
+    parts.pathValues.endpointId = await webhookEndpoint();
   const body = op.body?.media === 'form' ? Buffer.from(formText(formPairsOf(parts.body!))) : parts.body;
   return jsonRequest(op, 'valid', full ? 'a valid request with every field' : 'a valid request', parts, body);
+}
+
+/** A new webhook endpoint of the demo client (one per path, and one per valid request). */
+async function webhookEndpoint(): Promise<string> {
+  const created = await createEndpoint(suite.pool, {
+    clientId: suite.demo.clients.all!.clientId,
+    url: 'https://93.184.215.14/hooks',
+    eventTypes: '*',
+  });
+  return created!.endpointId;
 }
 
 async function submitAppointment(rnd: Rnd): Promise<string> {
@@ -1040,8 +1061,11 @@ describe('fuzzing every operation of the OpenAPI document', () => {
   beforeAll(async () => {
     const caller = { tenantId: suite.demo.tenantId, clientId: suite.demo.clients.all!.clientId };
     const wo = suite.demo.workOrders[0]!;
+    const hook = await webhookEndpoint();
+    const event = await sendTestEvent(suite.pool, (await findEndpoint(suite.pool, { endpointId: hook }))!);
     fixtures = {
       token: await accessToken(suite.api, suite.demo.clients.all!),
+      eventId: event.id,
       pathValues: {
         '/api/v1/import-jobs/{id} id': String(await insertImportJob(suite.pool, caller)),
         '/api/v1/import-jobs/{id}/route-suggestion id': String(await insertFinishedImportJob(suite.pool, caller)),
@@ -1051,6 +1075,17 @@ describe('fuzzing every operation of the OpenAPI document', () => {
           encodeURIComponent(wo.externalWorkOrderId),
       },
     };
+    for (const suffix of [
+      '',
+      '/disable',
+      '/enable',
+      '/rotate-secret',
+      '/test',
+      '/attempts',
+      '/replay',
+      '/replay-failed',
+    ])
+      fixtures.pathValues[`/api/v1/webhook-endpoints/{endpointId}${suffix} endpointId`] = await webhookEndpoint();
     const apr = await submitAppointment(rnd);
     for (const suffix of ['', '/status', '/cancel'])
       fixtures.pathValues[`/connect/v1/appointment-requests/{id}${suffix} id`] = apr;

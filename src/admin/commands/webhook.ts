@@ -1,13 +1,16 @@
 import { ConfigError, loadConfig } from '../../shared/config.js';
-import { isWebhookEventType, webhookEventIdPattern, webhookEventTypes } from '../../shared/webhooks/event-types.js';
+import {
+  isWebhookEventType,
+  subscriptionOf,
+  webhookEventIdPattern,
+  webhookEventTypes,
+} from '../../shared/webhooks/event-types.js';
+import { findEvent, listAttempts, replayEvent } from '../../shared/webhooks/endpoint-deliveries.js';
 import {
   createEndpoint,
   eventsOut,
   findEndpoint,
-  findEvent,
-  listAttempts,
   listEndpoints,
-  replayEvent,
   rotateSecret,
   setEndpointStatus,
 } from '../../shared/webhooks/endpoints.js';
@@ -16,8 +19,8 @@ import { AdminError, UsageError, durationArg, parseOptions, required, uuidArg } 
 import type { Command } from '../command.js';
 import { clientExists } from '../store.js';
 
-// Webhook endpoints of Integration Clients (operators only: clients do not manage endpoints
-// through the API in this version). Secrets are printed once, by create and rotate-secret.
+// Webhook endpoints of Integration Clients, as operators manage them (clients manage their own
+// through the API: gateway/webhooks). Secrets are printed once, by create and rotate-secret.
 
 /** WEBHOOK_ALLOW_PRIVATE_TARGETS as the dispatcher reads it (the admin CLI runs with the same environment). */
 function allowPrivateTargets(): boolean {
@@ -38,15 +41,15 @@ function eventsArg(value: string): string[] | '*' {
         .filter(Boolean),
     ),
   ];
-  if (names.length === 1 && names[0] === 'all') return '*';
-  const unknown = names.filter((n) => !isWebhookEventType(n));
-  if (names.length === 0 || unknown.length > 0) {
+  const subscription = subscriptionOf(names);
+  if (subscription === null) {
+    const unknown = names.filter((n) => !isWebhookEventType(n));
     throw new AdminError(
       `${names.length === 0 ? '--events is empty' : `unknown event type(s) ${unknown.map((n) => JSON.stringify(n)).join(', ')}`}; ` +
         `valid: ${webhookEventTypes.join(', ')} (or "all" alone for every type, present and future)`,
     );
   }
-  return webhookEventTypes.filter((t) => names.includes(t));
+  return subscription;
 }
 
 function eventIdArg(value: string): string {
@@ -130,7 +133,7 @@ export const webhookRotateSecret: Command<{ endpointId: string; overlapMs: numbe
     return { endpointId, overlapMs: overlap === '0' ? 0 : durationArg(overlap, 'overlap') };
   },
   async run({ pool }, { endpointId, overlapMs }) {
-    const rotated = await rotateSecret(pool, endpointId, overlapMs);
+    const rotated = await rotateSecret(pool, { endpointId }, overlapMs);
     if (!rotated) throw new AdminError(`webhook endpoint ${endpointId} not found`);
     return rotated;
   },
@@ -152,7 +155,7 @@ const statusCommand = (verb: 'enable' | 'disable'): Command<{ endpointId: string
     return { endpointId: uuidArg(required(v.endpoint, 'endpoint'), 'endpoint'), reason: reason.slice(0, 1000) };
   },
   async run({ pool }, { endpointId, reason }) {
-    const updated = await setEndpointStatus(pool, endpointId, verb === 'enable' ? 'Active' : 'Disabled', reason);
+    const updated = await setEndpointStatus(pool, { endpointId }, verb === 'enable' ? 'Active' : 'Disabled', reason);
     if (!updated) throw new AdminError(`webhook endpoint ${endpointId} not found`);
     return updated;
   },
@@ -201,7 +204,7 @@ export const webhookReplay: Command<{ eventId: string; endpointId: string | null
     const event = await findEvent(pool, eventId);
     if (!event) throw new AdminError(`event ${eventId} not found`);
     if (endpointId) {
-      const endpoint = await findEndpoint(pool, endpointId);
+      const endpoint = await findEndpoint(pool, { endpointId });
       if (!endpoint) throw new AdminError(`webhook endpoint ${endpointId} not found`);
       if (endpoint.client_id !== event.client_id)
         throw new AdminError(`webhook endpoint ${endpointId} belongs to another client than event ${eventId}`);

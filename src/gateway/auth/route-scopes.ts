@@ -24,6 +24,19 @@ export const routeScopes: Record<string, Scope> = {
   'GET /connect/v1/appointment-requests/{id}': 'appointments.read',
   'GET /connect/v1/appointment-requests/{id}/status': 'appointments.read',
   'POST /connect/v1/appointment-requests/{id}/cancel': 'appointments.write',
+  'GET /api/v1/events': 'events.read',
+  'POST /api/v1/webhook-endpoints': 'webhooks.manage',
+  'GET /api/v1/webhook-endpoints': 'webhooks.manage',
+  'GET /api/v1/webhook-endpoints/{endpointId}': 'webhooks.manage',
+  'PATCH /api/v1/webhook-endpoints/{endpointId}': 'webhooks.manage',
+  'DELETE /api/v1/webhook-endpoints/{endpointId}': 'webhooks.manage',
+  'POST /api/v1/webhook-endpoints/{endpointId}/disable': 'webhooks.manage',
+  'POST /api/v1/webhook-endpoints/{endpointId}/enable': 'webhooks.manage',
+  'POST /api/v1/webhook-endpoints/{endpointId}/rotate-secret': 'webhooks.manage',
+  'POST /api/v1/webhook-endpoints/{endpointId}/test': 'webhooks.manage',
+  'GET /api/v1/webhook-endpoints/{endpointId}/attempts': 'webhooks.manage',
+  'POST /api/v1/webhook-endpoints/{endpointId}/replay': 'webhooks.manage',
+  'POST /api/v1/webhook-endpoints/{endpointId}/replay-failed': 'webhooks.manage',
 };
 
 export function scopeOf(method: string, pathTemplate: string): Scope | undefined {

@@ -13,6 +13,7 @@ export const statusOfKind: Record<ErrorKind, number> = {
   request_timeout: 408,
   unsupported_media_type: 415,
   unprocessable: 422,
+  gone: 410,
   rate_limited: 429,
   unavailable: 503,
   internal: 500,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageSizeQuery } from '../../shared/common-schemas.js';
 import { importJobStatuses, maxStoredItemErrors } from '../../shared/inbound/import-job.js';
 
 export const importJobStatusSchema = z.enum(importJobStatuses).meta({
@@ -77,11 +78,5 @@ export const listImportJobsQuery = (maxTake: number) =>
     status: importJobStatusSchema.optional(),
     sourceSystem: z.string().min(1).max(100).optional(),
     skip: z.coerce.number().int().min(0).max(2_147_483_647).default(0),
-    take: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(maxTake)
-      .default(50)
-      .meta({ description: `1 … ${maxTake}, default 50.` }),
+    take: pageSizeQuery(maxTake, 50),
   });

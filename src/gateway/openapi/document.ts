@@ -30,6 +30,10 @@ const jsonMediaTypes = ['application/json', 'text/json', 'text/plain'] as const;
 
 /** The description of each tag our operations carry (test/integration/openapi-clients.test.ts checks all have one). */
 const tagDescriptions: Record<string, string> = {
+  'Webhook endpoints':
+    "The caller's own webhook endpoints (scope webhooks.manage): register, change, rotate secrets, test, inspect " +
+    "attempts, replay. Another client's endpoint is 404.",
+  Events: 'The event feed (scope events.read): the webhook events, pulled with a cursor, optionally long-polling.',
   Health: 'The integration health report: whether PostgreSQL and Kafka answer, as this gateway sees them.',
   Inventory: 'Warehouse items and their balances (read only).',
   'Inbound targets':
@@ -52,6 +56,7 @@ const errorDescriptions: Record<number, string> = {
   404: "Not found (resource_not_found); also for another tenant's or client's objects.",
   408: 'The body did not arrive within the deadline (request_timeout).',
   409: 'Conflict (idempotency_conflict).',
+  410: 'Gone (cursor_expired): what the request points at is older than the retention.',
   413: 'Body larger than the documented limit (payload_too_large).',
   415: 'Request media type is not application/json, text/json or application/*+json.',
   422: 'Well-formed but cannot be carried out (unprocessable).',

@@ -6,6 +6,7 @@ import { allRoutes } from '../app.js';
 import { createGatewayMetrics } from '../ops/metrics.js';
 import { noMemoryBudget } from '../memory/memory-budget.js';
 import type { BatchPreparer } from '../inbound/batch-pool.js';
+import { createEventWaits } from '../events/notifications.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
 
 // Nothing listens on port 1: a dependency touched by mistake fails instead of reaching a real one.
@@ -37,6 +38,7 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
     bus,
     metrics: createGatewayMetrics(),
     accepting: () => false,
+    eventWaits: createEventWaits(nowhere, { perClient: 0, perTenant: 0, max: 0 }, logger), // refuses every wait
   });
   return {
     routes,

@@ -176,7 +176,9 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       remoteAddress: ctx.ip,
     });
     if (result.headers) ctx.set(result.headers);
-    if (typeof result.body === 'string') {
+    if (result.status === 204) {
+      ctx.status = 204;
+    } else if (typeof result.body === 'string') {
       ctx.status = result.status;
       ctx.body = result.body;
     } else {

@@ -3,7 +3,7 @@ import type { AppError } from '../../shared/errors.js';
 import type { TextProblem } from '../http/storable.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 
-export type HttpMethod = 'get' | 'post';
+export type HttpMethod = 'get' | 'post' | 'patch' | 'delete';
 
 /**
  * How a route is authenticated: an API key (spec part 5.1, /api routes), an OAuth2 access token

@@ -20,6 +20,17 @@ export type WebhookEventType = (typeof webhookEventTypes)[number];
 export const isWebhookEventType = (s: string): s is WebhookEventType =>
   (webhookEventTypes as readonly string[]).includes(s);
 
+/**
+ * Subscribed types as stored: '*' for "all" alone (every type, present and future), else the
+ * named types in catalogue order; null when a name is unknown or "all" is not alone.
+ */
+export function subscriptionOf(names: readonly string[]): WebhookEventType[] | '*' | null {
+  const unique = [...new Set(names)];
+  if (unique.length === 1 && unique[0] === 'all') return '*';
+  if (unique.length === 0 || !unique.every(isWebhookEventType)) return null;
+  return webhookEventTypes.filter((t) => unique.includes(t));
+}
+
 /** Event id: `evt_` + a ULID; also the webhook-id header, the same on every retry and replay. */
 export const webhookEventIdPattern = /^evt_[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 

@@ -4,9 +4,11 @@ import {
   webhookEnvelopeSchema,
   webhookEventDescriptions,
   webhookEventTypes,
+  webhookEventIdPattern,
   webhookEventVersion,
   type WebhookEventType,
 } from './event-types.js';
+import { testEventType } from './endpoint-deliveries.js';
 import { webhookExample } from './examples.js';
 
 // The OpenAPI 3.1 `webhooks` section: one POST per event type, as the receiver gets it.
@@ -34,9 +36,56 @@ const deliveryDescription =
 
 const operationId = (type: WebhookEventType) => `webhook_${type.replace(/\./g, '_')}`;
 
+/** The test event (POST /api/v1/webhook-endpoints/{endpointId}/test): one endpoint, never the feed. */
+const testEventSchema = z
+  .strictObject({
+    id: z.string().regex(webhookEventIdPattern),
+    type: z.literal(testEventType),
+    version: z.literal(webhookEventVersion),
+    timestamp: z.iso.datetime(),
+    tenantId: z.uuid(),
+    clientId: z.uuid(),
+    data: z.strictObject({ endpointId: z.uuid(), message: z.string() }),
+  })
+  .meta({ id: 'WebhookTestEvent', description: 'Sent on request to check an endpoint; it changes nothing.' });
+
+const testEventOperation = {
+  post: {
+    operationId: 'webhook_webhook_test',
+    summary: `${testEventType} (version ${webhookEventVersion})`,
+    description:
+      'Sent to one endpoint when its client asks (POST /api/v1/webhook-endpoints/{endpointId}/test), whatever its ' +
+      `subscription; never in the event feed.\n\n${deliveryDescription}`,
+    tags: ['Webhooks'],
+    security: [],
+    requestParams: { header: signatureHeaders },
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: testEventSchema,
+          example: {
+            ...webhookExample('import_job.completed'),
+            id: 'evt_01KAP9A1B2C3D4E5F6G7H8J9K0',
+            type: testEventType,
+            data: {
+              endpointId: '0b6f3d9e-8c21-4a57-b1e4-7f2a9c5d3e10',
+              message: 'A test event, sent on request. It changes nothing.',
+            },
+          },
+        },
+      },
+    },
+    responses: {
+      '2XX': { description: 'Received.' },
+      default: { description: 'Any other answer, or none within the timeout: the attempt failed and is retried.' },
+    },
+  },
+};
+
 export function webhookOperations(): ZodOpenApiPathsObject {
-  return Object.fromEntries(
-    webhookEventTypes.map((type) => [
+  return Object.fromEntries([
+    ...webhookEventTypes.map((type) => [
       type,
       {
         post: {
@@ -59,15 +108,18 @@ export function webhookOperations(): ZodOpenApiPathsObject {
         },
       },
     ]),
-  ) as ZodOpenApiPathsObject;
+    [testEventType, testEventOperation],
+  ]) as ZodOpenApiPathsObject;
 }
 
 export const webhooksDescription = [
   '## Webhooks',
   'Instead of polling, an Integration Client can have what the workers did POSTed to its own HTTPS endpoints (see ' +
-    'the `webhooks` section of this document for each event and its body). Endpoints are registered by the operator ' +
-    '(admin CLI `webhook create --client <id> --url <url> --events <type,…|all>`), each with its own signing secret ' +
-    '(`whsec_…`, shown once); clients do not manage endpoints through this API in this version.',
+    'the `webhooks` section of this document for each event and its body). A client registers and manages its own ' +
+    'endpoints with the operations tagged "Webhook endpoints" (scope webhooks.manage); operators do the same with the ' +
+    'admin CLI (`webhook create --client <id> --url <url> --events <type,…|all>`). Each endpoint has its own signing ' +
+    'secret (`whsec_…`, shown once: on create and on rotation). A client that cannot receive HTTP pulls the same ' +
+    'events from GET /api/v1/events (scope events.read).',
   '',
   `Event types (version ${webhookEventVersion}): ${webhookEventTypes.map((t) => `\`${t}\``).join(', ')}. Every body is ` +
     'the same envelope `{id, type, version, timestamp, tenantId, clientId, data}`; an event belongs to the client ' +
@@ -77,5 +129,5 @@ export const webhooksDescription = [
     '(`v1,<base64 HMAC-SHA256 of "id.timestamp.body">`; two, space-separated, while a rotated secret overlaps), so ' +
     'any Standard Webhooks library verifies them. Delivery is at least once: deduplicate on `webhook-id`. Order is ' +
     'not guaranteed; use `timestamp`. An endpoint that keeps failing for the whole retry schedule (about a day) is ' +
-    'disabled and must be re-enabled by the operator, who can replay missed events.',
+    'disabled; enable it again (API or operator) and replay what it missed (replay-failed).',
 ].join('\n');

@@ -8,6 +8,7 @@ import { signWebhook } from '../../shared/webhooks/signing.js';
 import type { PollingWorker } from '../start-workers.js';
 import { noWorkerMetrics, type WebhookOutcome, type WorkerMetrics } from '../worker-metrics.js';
 import { postWebhook, type AttemptResult } from './post.js';
+import { startEventPruner } from './prune.js';
 import {
   beginAttempt,
   claimDeliveries,
@@ -261,9 +262,17 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
   };
 }
 
-/** The runner's `webhooks` kind (WORKERS=webhooks): one dispatcher per process. */
+/** The runner's `webhooks` kind (WORKERS=webhooks): one dispatcher per process, and the event pruner. */
 export const webhookDispatcher: PollingWorker = {
   name: 'webhooks',
   polling: true,
-  start: async (deps) => startDispatcher(deps),
+  start: async (deps) => {
+    const dispatcher = startDispatcher(deps);
+    const pruner = startEventPruner(deps);
+    return {
+      async stop() {
+        await Promise.all([dispatcher.stop(), pruner.stop()]);
+      },
+    };
+  },
 };

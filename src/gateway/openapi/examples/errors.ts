@@ -18,6 +18,12 @@ const exampleErrors: Record<number, AppError> = {
   404: notFound('Import job 1842'),
   408: new AppError('request_timeout', 'The body did not arrive within 30000 ms.', null, { deadlineMs: 30_000 }),
   409: new AppError('idempotency_conflict', 'This idempotency key was already used with a different body.'),
+  410: new AppError(
+    'cursor_expired',
+    'The cursor points before the oldest event kept (events are kept 336 hours); read again without after.',
+    null,
+    { oldestCursor: 'c1.3k2' },
+  ),
   413: new AppError('payload_too_large', 'The body exceeds the limit of 1048576 bytes.', null, {
     limitBytes: 1_048_576,
   }),

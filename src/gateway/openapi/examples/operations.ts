@@ -2,6 +2,8 @@
 // generated clients and API browsers. test/unit/openapi-examples.test.ts checks each against the
 // route's own zod schema (refinements included); Redocly's lint checks them against the document.
 
+import { selfServiceExamples } from './self-service.js';
+
 export type OperationExamples = {
   request?: unknown;
   /** By status: the body of that answer. */
@@ -226,6 +228,7 @@ const appointmentRecord = {
 const dependency = (latencyMs: number) => ({ status: 'Up', latencyMs, error: null });
 
 export const operationExamples: Record<string, OperationExamples> = {
+  ...selfServiceExamples,
   getIntegrationHealth: {
     responses: {
       200: {

@@ -1,0 +1,153 @@
+import { z } from 'zod';
+import { pageSizeQuery } from '../../shared/common-schemas.js';
+import { maxWebhookUrlLength } from '../../shared/webhooks/target-policy.js';
+import { webhookEventIdPattern, webhookEventTypes } from '../../shared/webhooks/event-types.js';
+
+// Webhook endpoints as a client manages its own (scope webhooks.manage).
+
+const isoTime = () => z.iso.datetime();
+
+/** The longest overlap of a rotated secret: a week. */
+export const maxOverlapSeconds = 7 * 24 * 3600;
+
+export const eventNamesSchema = z
+  .array(z.enum([...webhookEventTypes, 'all']))
+  .min(1)
+  .max(webhookEventTypes.length)
+  .refine((names) => !names.includes('all') || names.length === 1, { message: '"all" must be given alone' })
+  .meta({
+    description: `Event types to receive: any of ${webhookEventTypes.join(', ')}; or ["all"] alone for every type, present and future.`,
+    example: ['import_job.completed', 'import_job.failed'],
+  });
+
+const urlSchema = z
+  .string()
+  .min(1)
+  .max(maxWebhookUrlLength)
+  .meta({
+    description:
+      'http(s) URL the events are POSTed to. It must resolve to public addresses only (no loopback, private, ' +
+      'link-local … ranges), carry no credentials and no #fragment.',
+  });
+
+export const createEndpointBody = z
+  .strictObject({ url: urlSchema, events: eventNamesSchema })
+  .meta({ id: 'WebhookEndpointCreate' });
+
+export const updateEndpointBody = z
+  .strictObject({ url: urlSchema.optional(), events: eventNamesSchema.optional() })
+  .refine((b) => b.url !== undefined || b.events !== undefined, { message: 'give url, events or both' })
+  .meta({ id: 'WebhookEndpointUpdate' });
+
+export const rotateSecretBody = z
+  .strictObject({
+    overlapSeconds: z.number().int().min(0).max(maxOverlapSeconds).default(86_400).meta({
+      description: 'How long the previous secret keeps signing beside the new one (0: stops at once). Default a day.',
+    }),
+  })
+  .meta({ id: 'WebhookSecretRotate' });
+
+export const replayBody = z
+  .strictObject({ eventId: z.string().regex(webhookEventIdPattern, 'must be an event id (evt_…)') })
+  .meta({ id: 'WebhookReplay' });
+
+export const replayFailedBody = z
+  .strictObject({
+    since: isoTime().meta({ description: 'Events recorded at or after this time (ISO 8601 UTC).' }),
+  })
+  .meta({ id: 'WebhookReplayFailed' });
+
+export const endpointParams = z.strictObject({ endpointId: z.uuid() });
+
+export const attemptsQuery = (maxTake: number) =>
+  z.strictObject({
+    eventId: z.string().regex(webhookEventIdPattern, 'must be an event id (evt_…)').optional(),
+    limit: pageSizeQuery(maxTake, 50),
+  });
+
+const count = () => z.number().int().min(0);
+
+export const endpointSchema = z
+  .strictObject({
+    endpointId: z.uuid(),
+    clientId: z.uuid(),
+    url: z.string(),
+    events: z.array(z.string()).meta({ description: 'Subscribed types; ["all"]: every type.' }),
+    status: z.enum(['Active', 'Disabled']),
+    disabledReason: z.string().nullable(),
+    disabledAt: isoTime().nullable(),
+    consecutiveFailures: count().meta({ description: 'Failed attempts since the last success.' }),
+    lastSuccessAt: isoTime().nullable(),
+    lastFailureAt: isoTime().nullable(),
+    secretRotatedAt: isoTime().nullable(),
+    previousSecretValidUntil: isoTime()
+      .nullable()
+      .meta({ description: 'While set, the previous secret signs too (a second signature).' }),
+    deliveries: z
+      .strictObject({ pending: count(), delivering: count(), succeeded: count(), failed: count() })
+      .meta({ id: 'WebhookDeliveryCounts' }),
+    failedAttempts: count(),
+    createdAt: isoTime(),
+  })
+  .meta({ id: 'WebhookEndpoint', description: 'An endpoint without its secret (shown only on create and rotate).' });
+
+export const endpointListSchema = z
+  .strictObject({ items: z.array(endpointSchema) })
+  .meta({ id: 'WebhookEndpointList' });
+
+const secretSchema = z
+  .string()
+  .regex(/^whsec_[A-Za-z0-9+/]{43}=$/)
+  .meta({
+    description: 'The signing secret (whsec_ + base64 of 32 bytes). Shown this once: store it now.',
+  });
+
+export const createdEndpointSchema = endpointSchema
+  .extend({ secret: secretSchema })
+  .meta({ id: 'WebhookEndpointCreated', description: 'The new endpoint with its signing secret.' });
+
+export const rotatedSecretSchema = z
+  .strictObject({
+    endpointId: z.uuid(),
+    secret: secretSchema,
+    rotatedAt: isoTime(),
+    previousSecretValidUntil: isoTime().nullable(),
+  })
+  .meta({ id: 'WebhookSecretRotated' });
+
+export const attemptSchema = z
+  .strictObject({
+    attemptId: z.number().int().min(1).meta({ format: 'int64' }),
+    eventId: z.string(),
+    type: z.string(),
+    endpointId: z.uuid(),
+    attempt: z.number().int().min(1).meta({ description: 'Numbers every attempt of this delivery, replays included.' }),
+    outcome: z.enum(['Succeeded', 'HttpError', 'Timeout', 'NetworkError', 'Refused']),
+    statusCode: z.number().int().nullable(),
+    latencyMs: count(),
+    error: z.string().nullable(),
+    responseSnippet: z.string().nullable().meta({ description: 'The first 500 bytes of the response body.' }),
+    startedAt: isoTime(),
+    finishedAt: isoTime(),
+    deliveryStatus: z.enum(['Pending', 'Delivering', 'Succeeded', 'Failed']),
+  })
+  .meta({ id: 'WebhookAttempt' });
+
+export const attemptListSchema = z
+  .strictObject({ items: z.array(attemptSchema).meta({ description: 'Newest first.' }) })
+  .meta({ id: 'WebhookAttemptList' });
+
+export const queuedSchema = z
+  .strictObject({
+    queued: count().meta({ description: 'Deliveries queued (each goes out with its original webhook-id and body).' }),
+    endpointStatus: z.enum(['Active', 'Disabled']).meta({ description: 'Disabled: they wait until it is enabled.' }),
+  })
+  .meta({ id: 'WebhookReplayQueued' });
+
+export const testEventSchema = z
+  .strictObject({
+    eventId: z.string().regex(webhookEventIdPattern),
+    type: z.literal('webhook.test'),
+    endpointStatus: z.enum(['Active', 'Disabled']),
+  })
+  .meta({ id: 'WebhookTestQueued' });

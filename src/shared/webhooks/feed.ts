@@ -1,0 +1,82 @@
+import { inTransaction, type Pool } from '../db/pool.js';
+import type { Tx } from './outbox.js';
+
+// The event feed's order (see migrations/0016): feed_seq is assigned to committed events only, by
+// one writer at a time holding the row lock of event_feed_head, so positions become visible in
+// order and a reader past a position never meets a smaller one later. Pruning removes a prefix of
+// that order and records where it ends, so an older cursor is told it is gone, never served a gap.
+
+/** Events numbered per sequencing transaction (a backlog is numbered in several). */
+const sequenceBatch = 5000;
+
+/**
+ * Gives every committed event without a position one, in the order recorded (created_at, id).
+ * The lock is taken before the statement that picks the events starts, so that statement sees
+ * every event committed before the caller asked (a caller woken by an event's NOTIFY finds it).
+ */
+export async function sequenceEvents(pool: Pool): Promise<number> {
+  const pending = await pool.query('SELECT 1 FROM webhook_events WHERE feed_seq IS NULL LIMIT 1');
+  if (pending.rowCount === 0) return 0;
+  let total = 0;
+  for (;;) {
+    const n = await inTransaction(pool, async (tx) => {
+      const head = await tx.query<{ last_seq: string }>('SELECT last_seq FROM event_feed_head FOR UPDATE');
+      const last = head.rows[0]!.last_seq;
+      const numbered = await tx.query(
+        `WITH batch AS (
+           SELECT id, row_number() OVER (ORDER BY created_at, id) AS n
+             FROM (SELECT id, created_at FROM webhook_events WHERE feed_seq IS NULL ORDER BY created_at, id LIMIT $2) s
+         )
+         UPDATE webhook_events e SET feed_seq = $1::bigint + batch.n FROM batch WHERE e.id = batch.id`,
+        [last, sequenceBatch],
+      );
+      const count = numbered.rowCount ?? 0;
+      if (count > 0) await tx.query('UPDATE event_feed_head SET last_seq = last_seq + $1', [count]);
+      return count;
+    });
+    total += n;
+    if (n < sequenceBatch) return total;
+  }
+}
+
+export type FeedHead = { lastSeq: bigint; prunedThrough: bigint };
+
+export async function readFeedHead(db: Tx): Promise<FeedHead> {
+  const { rows } = await db.query('SELECT last_seq, pruned_through FROM event_feed_head');
+  return { lastSeq: BigInt(rows[0].last_seq), prunedThrough: BigInt(rows[0].pruned_through) };
+}
+
+/** Events examined per pruning step. */
+const pruneBatch = 1000;
+
+/**
+ * Deletes the events recorded more than retentionMs ago, with their deliveries and attempts
+ * (also those still waiting, e.g. on a disabled endpoint: retention bounds the history), as a
+ * prefix of the feed's order: it stops at the first event still within retention. The watermark
+ * moves first, so a reader never gets a page with a pruned hole in it. Returns how many went.
+ */
+export async function pruneEvents(pool: Pool, retentionMs: number): Promise<number> {
+  await sequenceEvents(pool); // old events nobody read yet get their positions, then go in order
+  let total = 0;
+  for (;;) {
+    const { rows } = await pool.query<{ feed_seq: string; expired: boolean }>(
+      `SELECT e.feed_seq, e.created_at < now() - $2 * interval '1 millisecond' AS expired
+         FROM webhook_events e, event_feed_head h
+        WHERE e.feed_seq > h.pruned_through ORDER BY e.feed_seq LIMIT $1`,
+      [pruneBatch, retentionMs],
+    );
+    const firstKept = rows.findIndex((r) => !r.expired);
+    const upTo = firstKept === -1 ? rows.at(-1) : rows[firstKept - 1];
+    if (!upTo) return total;
+    await pool.query('UPDATE event_feed_head SET pruned_through = greatest(pruned_through, $1)', [upTo.feed_seq]);
+    const deleted = await pool.query(
+      `WITH doomed AS (SELECT id FROM webhook_events WHERE feed_seq <= $1),
+            attempts AS (DELETE FROM webhook_attempts WHERE event_id IN (SELECT id FROM doomed)),
+            deliveries AS (DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM doomed))
+       DELETE FROM webhook_events WHERE id IN (SELECT id FROM doomed)`,
+      [upTo.feed_seq],
+    );
+    total += deleted.rowCount ?? 0;
+    if (firstKept !== -1 || rows.length < pruneBatch) return total;
+  }
+}

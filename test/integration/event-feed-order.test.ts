@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFeedPage } from '../../src/gateway/events/store.js';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { sequenceEvents } from '../../src/shared/webhooks/feed.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { recordTestEvent, recordTestEventIn } from '../support/events.js';
+import { createDemo } from '../support/fixtures.js';
+
+// The feed's order against real PostgreSQL: a position is never given to an event that commits
+// later than one already readable, whatever the order the events were inserted in.
+
+let db: TestDatabase;
+let pool: Pool;
+let owner: { tenantId: string; clientId: string };
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createPool(db.url, 20, 'test-feed-order');
+  const demo = await createDemo(pool);
+  owner = { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId };
+});
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+/** What a reader sees after `after`, as the gateway reads it (sequence, then read). */
+async function read(after: bigint | null) {
+  await sequenceEvents(pool);
+  const page = await readFeedPage(pool, owner.clientId, { after, types: null, limit: 1000 });
+  const ids = page.events.map((e) => (JSON.parse(e.body) as { id: string }).id);
+  const next = page.events.length === 1000 ? page.events.at(-1)!.seq : page.lastSeq;
+  return { ids, next };
+}
+
+describe('event feed order', () => {
+  it('an event inserted first but committed last is not skipped by a reader already past later ones', async () => {
+    const slow = await pool.connect();
+    try {
+      await slow.query('BEGIN');
+      const early = await recordTestEventIn(slow, owner, 1); // inserted first, still uncommitted
+      const late = await recordTestEvent(pool, owner, 2); // inserted and committed after it
+      const first = await read(null);
+      expect(first.ids).toEqual([late.eventId]);
+      await slow.query('COMMIT');
+      const second = await read(first.next);
+      expect(second.ids).toEqual([early.eventId]);
+      // Another reader from the start sees both, in commit order, each once.
+      expect((await read(null)).ids).toEqual([late.eventId, early.eventId]);
+    } finally {
+      slow.release();
+    }
+  });
+
+  it('with writers and sequencers racing, readers following the cursor see every committed event exactly once', async () => {
+    const start = (await read(null)).next;
+    const written: string[] = [];
+    let writing = true;
+    const writers = Array.from({ length: 6 }, async (_, w) => {
+      for (let i = 0; i < 40; i++) {
+        // Some transactions stay open a while, so commits overtake inserts.
+        const tx = await pool.connect();
+        try {
+          await tx.query('BEGIN');
+          const { eventId } = await recordTestEventIn(tx, owner, w * 1000 + i);
+          if (i % 3 === 0) await new Promise((r) => setTimeout(r, 5 + ((w * 7 + i) % 20)));
+          if (i % 11 === 5) {
+            await tx.query('ROLLBACK'); // never committed: never in the feed
+          } else {
+            await tx.query('COMMIT');
+            written.push(eventId);
+          }
+        } finally {
+          tx.release();
+        }
+      }
+    });
+    const readers = Array.from({ length: 3 }, async () => {
+      const seen: string[] = [];
+      let cursor = start;
+      for (;;) {
+        const done = !writing;
+        const page = await read(cursor);
+        seen.push(...page.ids);
+        cursor = page.next;
+        if (done && page.ids.length === 0) return seen;
+      }
+    });
+    await Promise.all(writers);
+    writing = false;
+    const seen = await Promise.all(readers);
+    const table = await pool.query<{ id: string }>(
+      'SELECT id FROM webhook_events WHERE client_id = $1 AND feed_seq > $2 ORDER BY feed_seq',
+      [owner.clientId, start.toString()],
+    );
+    expect(new Set(written)).toEqual(new Set(table.rows.map((r) => r.id)));
+    for (const s of seen) expect(s).toEqual(table.rows.map((r) => r.id)); // all of them, once, in order
+  });
+});
