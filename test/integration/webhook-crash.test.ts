@@ -1,15 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
 import type { Config } from '../../src/shared/config.js';
-import { createPool, inTransaction, type Pool } from '../../src/shared/db/pool.js';
-import { recordWebhookEvent } from '../../src/shared/webhooks/outbox.js';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
 import { testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { spawnWorkers } from '../support/processes.js';
 import { startWebhookReceiver, verifiesWith, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { raiseFieldJobEvents } from '../support/webhook-events.js';
 
 // The dispatcher as its own process (WORKERS=webhooks), SIGKILLed while the receiver holds its
 // requests open, then restarted: every event is delivered in the end, the interrupted ones again
@@ -45,30 +44,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function raise(clientId: string, n: number): Promise<string[]> {
-  return inTransaction(pool, async (tx) => {
-    const ids: string[] = [];
-    for (let i = 0; i < n; i++) {
-      const { eventId } = await recordWebhookEvent(tx, {
-        tenantId: demo.tenantId,
-        clientId,
-        type: 'field_job.created',
-        data: {
-          fieldJobId: randomUUID(),
-          jobNumber: `J-${i}`,
-          externalId: `CRASH-${i}`,
-          status: 'Created',
-          workOrderId: null,
-          jobType: 'MAINTENANCE',
-          title: `Job ${i}`,
-          createdAt: new Date().toISOString(),
-        },
-      });
-      ids.push(eventId);
-    }
-    return ids;
-  });
-}
+const raise = (clientId: string, n: number) =>
+  raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, n, 'CRASH');
 
 const statuses = async () =>
   Object.fromEntries(

@@ -10,9 +10,8 @@ import {
   webhookRotateSecret,
 } from '../../src/admin/commands/webhook.js';
 import type { Config } from '../../src/shared/config.js';
-import { createPool, inTransaction, type Pool } from '../../src/shared/db/pool.js';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { recordWebhookEvent } from '../../src/shared/webhooks/outbox.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
 import { webhookDispatcher } from '../../src/workers/webhooks/dispatcher.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -25,6 +24,7 @@ import {
   verifiesWith,
   type WebhookReceiver,
 } from '../support/webhook-receiver.js';
+import { raiseFieldJobEvents } from '../support/webhook-events.js';
 
 // The dispatcher against a real HTTP receiver: retries with the same webhook-id and growing
 // delays, timeouts, giving up and disabling, replay, secret rotation, several dispatchers.
@@ -79,26 +79,8 @@ async function newEndpoint(events = 'all'): Promise<Endpoint> {
 }
 
 /** Raises a field_job.created event for the client, as the jobs worker does (in a transaction). */
-async function raise(clientId: string): Promise<string> {
-  const { eventId } = await inTransaction(pool, (tx) =>
-    recordWebhookEvent(tx, {
-      tenantId: demo.tenantId,
-      clientId,
-      type: 'field_job.created',
-      data: {
-        fieldJobId: randomUUID(),
-        jobNumber: 'J-000001',
-        externalId: 'X-1',
-        status: 'Created',
-        workOrderId: null,
-        jobType: 'MAINTENANCE',
-        title: 'Test',
-        createdAt: new Date().toISOString(),
-      },
-    }),
-  );
-  return eventId;
-}
+const raise = async (clientId: string) =>
+  (await raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, 1, 'X'))[0]!;
 
 const deliveryStatus = async (eventId: string) =>
   (await pool.query('SELECT status FROM webhook_deliveries WHERE event_id = $1', [eventId])).rows.map((r) => r.status);

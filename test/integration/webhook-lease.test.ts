@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
-import { createPool, inTransaction, type Pool } from '../../src/shared/db/pool.js';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { recordWebhookEvent } from '../../src/shared/webhooks/outbox.js';
 import { startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
 import { claimDeliveries } from '../../src/workers/webhooks/sql.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -12,6 +10,7 @@ import { admin, createClientWithKey, createDemo, type Demo } from '../support/fi
 import { testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { capturedLogger, raiseFieldJobEvents } from '../support/webhook-events.js';
 
 // A lease must cover the attempt, not the wait before it. Dispatcher A's claim answer is held back
 // (as a starved process, a long GC pause or a slow network would hold it) until A's lease has
@@ -48,42 +47,8 @@ function dispatcherPool(name: string): Pool {
   return p;
 }
 
-/** Log lines of a dispatcher, parsed. */
-function capturedLogger(name: string) {
-  const lines: Record<string, any>[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
-      done();
-    },
-  });
-  return { logger: createLogger('info', name, sink), lines };
-}
-
-async function raise(clientId: string, n: number): Promise<string[]> {
-  return inTransaction(pool, async (tx) => {
-    const ids: string[] = [];
-    for (let i = 0; i < n; i++) {
-      const { eventId } = await recordWebhookEvent(tx, {
-        tenantId: demo.tenantId,
-        clientId,
-        type: 'field_job.created',
-        data: {
-          fieldJobId: randomUUID(),
-          jobNumber: `J-${i}`,
-          externalId: `LEASE-${i}`,
-          status: 'Created',
-          workOrderId: null,
-          jobType: 'MAINTENANCE',
-          title: `Job ${i}`,
-          createdAt: new Date().toISOString(),
-        },
-      });
-      ids.push(eventId);
-    }
-    return ids;
-  });
-}
+const raise = (clientId: string, n: number) =>
+  raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, n, 'LEASE');
 
 describe('webhook leases', () => {
   it('a dispatcher that gets to its attempt only after its lease was taken over sends nothing', async () => {

@@ -1,17 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { backoffMs, schedules } from '../../src/shared/retry.js';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
-import { createPool, inTransaction, type Pool } from '../../src/shared/db/pool.js';
-import { createLogger } from '../../src/shared/logger.js';
-import { recordWebhookEvent } from '../../src/shared/webhooks/outbox.js';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
 import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
 import { testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { capturedLogger, raiseFieldJobEvents } from '../support/webhook-events.js';
 
 // PostgreSQL dies (pg_ctl stop -m immediate) while the dispatcher has attempts in flight and
 // events waiting, and comes back: the dispatcher neither crashes nor stops, it backs off and goes
@@ -51,41 +49,8 @@ afterAll(async () => {
   await pg?.destroy();
 });
 
-function capturedLogger(name: string) {
-  const lines: Record<string, any>[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
-      done();
-    },
-  });
-  return { logger: createLogger('info', name, sink), lines };
-}
-
-async function raise(clientId: string, n: number): Promise<string[]> {
-  return inTransaction(pool, async (tx) => {
-    const ids: string[] = [];
-    for (let i = 0; i < n; i++) {
-      const { eventId } = await recordWebhookEvent(tx, {
-        tenantId: demo.tenantId,
-        clientId,
-        type: 'field_job.created',
-        data: {
-          fieldJobId: randomUUID(),
-          jobNumber: `J-${i}`,
-          externalId: `OUTAGE-${i}`,
-          status: 'Created',
-          workOrderId: null,
-          jobType: 'MAINTENANCE',
-          title: `Job ${i}`,
-          createdAt: new Date().toISOString(),
-        },
-      });
-      ids.push(eventId);
-    }
-    return ids;
-  });
-}
+const raise = (clientId: string, n: number) =>
+  raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, n, 'OUTAGE');
 
 describe('webhook dispatcher and a PostgreSQL outage', () => {
   it(
