@@ -7,34 +7,27 @@
 // annealing keeps the smaller fleet when it drives no more than the temperature allows.
 // The placement comes first: a candidate that leaves out more targets of a priority tier (counted
 // from the highest) is never accepted; one that leaves out fewer always is.
-import { improveRoute } from './improve.js';
 import type { Neighbours } from './neighbours.js';
 import type { Problem } from './problem.js';
 import { pick, type Random } from './random.js';
 import type { Route } from './schedule.js';
 
-let tries = 0;
 export type Solution = { routes: Route[]; unplaced: number[] };
 
 /** Average stops removed per ruin and longest string (SISR's c̄ and L_max). */
 const averageRemoved = 10;
 const maxString = 10;
 /** Chance to skip an insertion place (SISR's blink rate). */
-const blinkRate = Number(process.env.RR_BLINK ?? 0.01);
-const multi = process.env.RR_MULTI === '1';
-const wholeMode = Number(process.env.RR_WHOLE ?? 1);
-const lateOpen = process.env.RR_LATE === '1';
-const skipFull = process.env.RR_SKIPFULL === '1';
-const intraSearch = process.env.RR_INTRA === '1';
+const blinkRate = 0.01;
 /** A target is re-inserted only into routes that visit one of its nearest this many targets. */
-const insertionNeighbours = Number(process.env.RR_INS ?? 12);
+const insertionNeighbours = 12;
 /** Up to this many unplaced targets are all retried at every step. */
 const retryAll = 20;
 /** Chance that a ruin removes one whole route and the recreate may not open a vehicle. */
 const eliminationRate = 0.04;
 /** Annealing temperatures as multiples of the start solution's mean leg (km). */
-const startTemperature = Number(process.env.RR_T0 ?? 3);
-const endTemperature = Number(process.env.RR_TF ?? 0.03);
+const startTemperature = 3;
+const endTemperature = 0.03;
 
 type State = {
   routes: Route[];
@@ -67,6 +60,7 @@ export class RuinAndRecreate {
     for (let k = 1; k <= p.n; k++) this.tierOf[k] = tiers.indexOf(p.priority[k]!);
     this.owner = new Int32Array(p.vehicles).fill(-1);
     this.retrying = new Uint8Array(p.size);
+    this.scanned = new Int32Array(p.vehicles).fill(-1);
     this.ruinedMark = new Int32Array(p.vehicles).fill(-1);
   }
 
@@ -80,19 +74,14 @@ export class RuinAndRecreate {
     const ratio = endTemperature / startTemperature;
     const limit = this.used + evaluations;
     const from = this.used;
-    const stats = { it: 0, acc: 0, diff: 0 };
-    if (process.env.RR_DEBUG) process.on('exit', () => console.log(stats, t0, this.used, tries));
     while (this.used < limit) {
-      stats.it++;
       const temperature = t0 * ratio ** ((this.used - from) / evaluations);
       const candidate = this.neighbour(current);
       if (!candidate) continue;
       const order = this.compare(candidate, current);
       if (order < 0 || (order === 0 && candidate.km < current.km - temperature * Math.log(this.rnd()))) {
-        if (process.env.RR_DEBUG) stats.acc++, stats.diff += candidate.km !== current.km ? 1 : 0;
         current = candidate;
-        const vsBest = this.compare(current, best);
-        if (vsBest < 0 || (vsBest === 0 && current.km < best.km - 1e-9)) best = current;
+        if (this.better(current, best)) best = current;
       }
     }
     return { routes: best.routes, unplaced: best.unplaced };
@@ -134,6 +123,12 @@ export class RuinAndRecreate {
   }
 
   /** A candidate from `current`, or null when it would leave out more than `current` does. */
+  /** Leaves out fewer (tier by tier), or as many and drives less. */
+  private better(a: State, b: State): boolean {
+    const order = this.compare(a, b);
+    return order < 0 || (order === 0 && a.km < b.km - 1e-9);
+  }
+
   private neighbour(current: State): State | null {
     this.step++;
     const next: State = {
@@ -147,14 +142,6 @@ export class RuinAndRecreate {
     const eliminate = this.rnd() < eliminationRate;
     const removed = eliminate ? this.removeRoute(next) : this.removeStrings(next);
     if (!this.recreate(next, removed, this.retried(next, removed), !eliminate, current.missing)) return null;
-    if (intraSearch) {
-      for (let r = 0; r < next.routes.length; r++) {
-        if (this.owner[r] !== this.step) continue;
-        const budget = { left: 1_000_000 };
-        improveRoute(next.routes[r]!, budget);
-        this.used += 1_000_000 - budget.left;
-      }
-    }
     this.account(next);
     return next;
   }
@@ -205,7 +192,7 @@ export class RuinAndRecreate {
       const c = x < 0 ? seed : this.adj.list[seed * this.adj.k + x]!;
       if (c < 0) break;
       const r = s.routeOf[c]!;
-      if (r < 0 || (this.ruinedMark[r] === this.step && !multi)) continue;
+      if (r < 0 || this.ruinedMark[r] === this.step) continue;
       this.ruinedMark[r] = this.step;
       ruined++;
       const route = this.own(s, r);
@@ -271,9 +258,10 @@ export class RuinAndRecreate {
       this.bestRoute = -1;
       this.bestPos = -1;
       const empty = mayOpen ? s.routes.findIndex((r) => r.length === 0) : -1;
-      // Granular first: just before or after one of the target's nearest placed neighbours (and
-      // a vehicle of its own); a full scan only when none of those places is feasible.
-      const wholeRoutes = wholeMode === 2 || (wholeMode === 1 && p.hasWindows[k] === 1);
+      // Granular first: just before or after one of the target's nearest placed neighbours (with
+      // a window, anywhere in their routes: the right time may be elsewhere in the route), or a
+      // vehicle of its own; all routes only when none of those places is feasible.
+      const wholeRoutes = p.hasWindows[k] === 1;
       for (let x = 0; x < insertionNeighbours; x++) {
         const nb = this.adj.list[k * this.adj.k + x]!;
         if (nb < 0) break;
@@ -289,17 +277,16 @@ export class RuinAndRecreate {
         }
       }
       this.mark++;
-      if (empty >= 0 && !lateOpen) this.tryAt(s.routes[empty]!, k, empty, 0);
+      if (empty >= 0) this.tryAt(s.routes[empty]!, k, empty, 0);
       // A retried target already failed everywhere: only the room freed near it is new. On an
       // overloaded day (something left out) the routes are full: a full scan rarely pays.
-      if (this.bestRoute < 0 && !this.retrying[k] && (bound.length === 0 || !overloaded || !skipFull)) {
+      if (this.bestRoute < 0 && !this.retrying[k] && !overloaded) {
         for (let r = 0; r < s.routes.length; r++) {
           const route = s.routes[r]!;
           if (route.length === 0 || route.full) continue;
           for (let pos = 0; pos <= route.length; pos++) this.tryAt(route, k, r, pos);
         }
       }
-      if (empty >= 0 && lateOpen && this.bestRoute < 0) this.tryAt(s.routes[empty]!, k, empty, 0);
       if (this.bestRoute < 0) {
         s.unplaced.push(k);
         if (++missing[tier]! > bound[tier]! && !better && settled === tier) return this.giveUp(retried);
@@ -320,7 +307,7 @@ export class RuinAndRecreate {
     return false;
   }
 
-  private readonly scanned = new Int32Array(64).fill(-1);
+  private readonly scanned: Int32Array;
   private readonly retrying: Uint8Array;
   private mark = 0;
   private best = Infinity;
@@ -330,7 +317,6 @@ export class RuinAndRecreate {
   /** Looks at inserting k before `pos` of route r (unless blinking past it). */
   private tryAt(route: Route, k: number, r: number, pos: number): void {
     this.used++;
-    tries++;
     if (this.rnd() < blinkRate) return;
     const extra = route.length === 0 ? this.p.dist[this.p.end]! : 0; // an idle vehicle stays home
     const c = route.insertionCost(k, pos, this.best - extra) + extra;
