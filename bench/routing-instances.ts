@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import type { RouteSuggestionInput, TimeWindow } from '../src/routing/types.js';
 import { mulberry32 } from '../test/support/prng.js';
 
-export type SolverFigures = { placed: number; routes: number; km: number; wallSeconds: number };
+export type SolverFigures = { placed: number; routes: number; km: number; routeMinutes?: number; wallSeconds: number };
 
 export type ReferenceInstance = {
   name: string;
@@ -34,7 +34,8 @@ export function referenceInstances(): ReferenceInstance[] {
     });
 }
 
-const clock = (m: number): string => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+const clock = (m: number): string =>
+  `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
 
 export type Kind = {
   /** u = uniform over a ~30 × 30 km city; solR / solC / solRC = random, clustered, mixed. */
@@ -80,20 +81,61 @@ export function seededInstance(kind: Kind, seed: number): RouteSuggestionInput {
         const start = 7 * 60 + 30 + 15 * Math.floor((rnd() * (11 * 60 - 30 - length)) / 15);
         timeWindows.push({ start: clock(start), end: clock(start + length) });
       }
-      return { externalId: `T${i + 1}`, lat: depot.lat + y * kmLat, lon: depot.lon + x * kmLon, serviceMinutes, timeWindows };
+      return {
+        externalId: `T${i + 1}`,
+        lat: depot.lat + y * kmLat,
+        lon: depot.lon + x * kmLon,
+        serviceMinutes,
+        timeWindows,
+      };
     }),
   };
 }
 
 /** The reference set's kinds, plus clustered / mixed Solomon-like days and an overloaded one. */
 export const seededKinds: { name: string; kind: Kind }[] = [
-  { name: 'u050-nowin-v5', kind: { layout: 'u', n: 50, vehicles: 5, service: [5, 10], windowShare: 0, windowMinutes: [0, 0] } },
-  { name: 'u100-tw30-v5', kind: { layout: 'u', n: 100, vehicles: 5, service: [10, 25], windowShare: 0.3, windowMinutes: [120, 240] } },
-  { name: 'solR-100-v10-tw60-120', kind: { layout: 'solR', n: 100, vehicles: 10, service: [10, 10], windowShare: 1, windowMinutes: [60, 120] } },
-  { name: 'solC-100-v10-tw60', kind: { layout: 'solC', n: 100, vehicles: 10, service: [10, 10], windowShare: 1, windowMinutes: [60, 60] } },
-  { name: 'solRC-100-v10-tw60-120', kind: { layout: 'solRC', n: 100, vehicles: 10, service: [10, 10], windowShare: 1, windowMinutes: [60, 120] } },
-  { name: 'u200-nowin-v10-max25', kind: { layout: 'u', n: 200, vehicles: 10, service: [5, 10], windowShare: 0, windowMinutes: [0, 0], maxStopsPerRoute: 25 } },
-  { name: 'u200-tw30-v5-overload', kind: { layout: 'u', n: 200, vehicles: 5, service: [10, 30], windowShare: 0.3, windowMinutes: [120, 240] } },
-  { name: 'u500-tw30-v25', kind: { layout: 'u', n: 500, vehicles: 25, service: [10, 25], windowShare: 0.3, windowMinutes: [120, 240] } },
-  { name: 'u1000-tw30-v40', kind: { layout: 'u', n: 1000, vehicles: 40, service: [5, 15], windowShare: 0.3, windowMinutes: [120, 240] } },
+  {
+    name: 'u050-nowin-v5',
+    kind: { layout: 'u', n: 50, vehicles: 5, service: [5, 10], windowShare: 0, windowMinutes: [0, 0] },
+  },
+  {
+    name: 'u100-tw30-v5',
+    kind: { layout: 'u', n: 100, vehicles: 5, service: [10, 25], windowShare: 0.3, windowMinutes: [120, 240] },
+  },
+  {
+    name: 'solR-100-v10-tw60-120',
+    kind: { layout: 'solR', n: 100, vehicles: 10, service: [10, 10], windowShare: 1, windowMinutes: [60, 120] },
+  },
+  {
+    name: 'solC-100-v10-tw60',
+    kind: { layout: 'solC', n: 100, vehicles: 10, service: [10, 10], windowShare: 1, windowMinutes: [60, 60] },
+  },
+  {
+    name: 'solRC-100-v10-tw60-120',
+    kind: { layout: 'solRC', n: 100, vehicles: 10, service: [10, 10], windowShare: 1, windowMinutes: [60, 120] },
+  },
+  {
+    name: 'u200-nowin-v10-max25',
+    kind: {
+      layout: 'u',
+      n: 200,
+      vehicles: 10,
+      service: [5, 10],
+      windowShare: 0,
+      windowMinutes: [0, 0],
+      maxStopsPerRoute: 25,
+    },
+  },
+  {
+    name: 'u200-tw30-v5-overload',
+    kind: { layout: 'u', n: 200, vehicles: 5, service: [10, 30], windowShare: 0.3, windowMinutes: [120, 240] },
+  },
+  {
+    name: 'u500-tw30-v25',
+    kind: { layout: 'u', n: 500, vehicles: 25, service: [10, 25], windowShare: 0.3, windowMinutes: [120, 240] },
+  },
+  {
+    name: 'u1000-tw30-v40',
+    kind: { layout: 'u', n: 1000, vehicles: 40, service: [5, 15], windowShare: 0.3, windowMinutes: [120, 240] },
+  },
 ];

@@ -42,7 +42,8 @@ function printTable(rows: Record<string, unknown>[]): void {
   const header = Object.keys(rows[0]!);
   const table = [header, ...rows.map((r) => header.map((h) => (r[h] === undefined ? '-' : String(r[h]))))];
   const widths = header.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
-  for (const row of table) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+  for (const row of table)
+    console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
 }
 
 const solver = (s: SolverFigures | undefined): string => (s ? `${s.placed}/${s.routes}/${s.km}` : '-');
@@ -56,7 +57,9 @@ const reference = referenceInstances().map((ref) => {
     targets: ref.input.targets.length,
     ours: `${ours.placed}/${ours.routes}/${ours.km}`,
     'ours CPU s': round(cpu, 2),
+    'ours min': result.totalDurationMinutes,
     vroom: solver(ref.vroom),
+    'vroom min': ref.vroom.routeMinutes,
     'vroom s': ref.vroom.wallSeconds,
     'ortools 5s': solver(ref.ortools5),
     'ortools 30s': solver(ref.ortools30),

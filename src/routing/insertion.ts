@@ -16,7 +16,8 @@ export function insertCheapest(p: Problem, routes: Route[], candidates: readonly
     else tiers.set(prio, [k]);
   }
   const left: number[] = [];
-  for (const prio of [...tiers.keys()].sort((a, b) => b - a)) left.push(...insertTier(routes, tiers.get(prio)!, regret));
+  for (const prio of [...tiers.keys()].sort((a, b) => b - a))
+    left.push(...insertTier(routes, tiers.get(prio)!, regret));
   return left.sort((a, b) => a - b);
 }
 

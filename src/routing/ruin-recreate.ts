@@ -26,7 +26,7 @@ const retryAll = 20;
 /** Chance that a ruin removes one whole route and the recreate may not open a vehicle. */
 const eliminationRate = 0.04;
 /** Annealing temperatures as multiples of the start solution's mean leg (km). */
-const startTemperature = 3;
+const startTemperature = 6;
 const endTemperature = 0.03;
 
 type State = {
