@@ -19,7 +19,7 @@ const averageRemoved = 10;
 const maxString = 10;
 /** Chance to skip an insertion place (SISR's blink rate). */
 const blinkRate = 0.01;
-/** A target is re-inserted only into routes that visit one of its nearest this many targets. */
+/** Insertion places looked at first: next to this many of the target's nearest placed targets. */
 const insertionNeighbours = 12;
 /** Up to this many unplaced targets are all retried at every step. */
 const retryAll = 20;
@@ -122,13 +122,13 @@ export class RuinAndRecreate {
     return 0;
   }
 
-  /** A candidate from `current`, or null when it would leave out more than `current` does. */
   /** Leaves out fewer (tier by tier), or as many and drives less. */
   private better(a: State, b: State): boolean {
     const order = this.compare(a, b);
     return order < 0 || (order === 0 && a.km < b.km - 1e-9);
   }
 
+  /** A candidate from `current`, or null when it would leave out more than `current` does. */
   private neighbour(current: State): State | null {
     this.step++;
     const next: State = {
@@ -184,8 +184,7 @@ export class RuinAndRecreate {
     const maxLength = Math.min(maxString, placedCount / usedRoutes);
     const maxStrings = (4 * averageRemoved) / (1 + maxLength) - 1;
     const strings = 1 + pick(rnd, Math.max(1, Math.floor(maxStrings)));
-    let seed = s.unplaced.length > 0 && rnd() < 0.5 ? s.unplaced[pick(rnd, s.unplaced.length)]! : -1;
-    while (seed < 0 || (s.routeOf[seed]! < 0 && !s.unplaced.includes(seed))) seed = 1 + pick(rnd, p.n);
+    const seed = s.unplaced.length > 0 && rnd() < 0.5 ? s.unplaced[pick(rnd, s.unplaced.length)]! : 1 + pick(rnd, p.n);
     const removed: number[] = [];
     let ruined = 0;
     for (let x = -1; x < this.adj.k && ruined < strings; x++) {
