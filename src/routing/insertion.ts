@@ -1,12 +1,14 @@
 // Cheapest insertion, priority tier by tier: repeatedly insert the (target, route, position) with
-// the smallest extra distance among feasible ones. Each target caches its best position per route;
+// the smallest extra distance among feasible ones; or, with `regret`, the target whose best route
+// beats its second best by most (regret-2). Each target caches its best position per route;
 // inserting into a route only adds two edges there, and only delays / tightens times, so an old
 // position can turn infeasible but never feasible: a cache entry is re-scanned only when its edge
 // was split or went infeasible. That keeps 2,000 candidates affordable.
 import type { Problem } from './problem.js';
 import type { Route } from './schedule.js';
 
-/** Inserts what fits into `routes`; returns the nodes that fit nowhere, in node order. */
+/** Inserts what fits into `routes` (the search's start); returns the nodes that fit nowhere, in
+ *  node order. */
 export function insertCheapest(p: Problem, routes: Route[], candidates: readonly number[], regret = false): number[] {
   const tiers = new Map<number, number[]>();
   for (const k of [...candidates].sort((a, b) => a - b)) {
