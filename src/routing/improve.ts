@@ -1,7 +1,7 @@
 // Local search on distance, accepting only moves whose re-simulated timing stays feasible:
 // 2-opt (reverse a span) and or-opt (move a chain of 1-3 stops, either way round) inside a route,
-// and between routes relocation of single stops and exchange of route tails (2-opt*), each only
-// next to one of a stop's nearest targets.
+// and between routes cross-exchange (which includes relocation, swap and Or-opt of chains) and
+// exchange of route tails (2-opt*), each only next to one of a stop's nearest targets.
 // First improvement; budgets count evaluations, not wall-clock, so every machine gets the same.
 import type { Neighbours } from './neighbours.js';
 import { timeEpsilon, type Route } from './schedule.js';
@@ -157,52 +157,78 @@ export function exchangeTails(routes: Route[], near: Neighbours, budget: Budget)
   return touched;
 }
 
-/** Moves single stops into another route, next to one of their nearest targets, where that
- *  saves distance; returns the routes it changed. */
-export function relocateBetween(routes: Route[], near: Neighbours, budget: Budget): Set<Route> {
+/** Longest segment a cross-exchange moves. */
+const maxSegment = 3;
+
+/** Cross-exchange (Taillard et al. 1997) next to a near target: the 0-3 stops after stop k in
+ *  route A trade places with the 0-3 stops from k's neighbour nb on in route B (k then drives to
+ *  nb). With one side empty it is a relocation of a chain (Or-opt between routes); 1 and 1 is a
+ *  swap. Returns the routes it changed. */
+export function crossExchange(routes: Route[], near: Neighbours, budget: Budget): Set<Route> {
   const touched = new Set<Route>();
-  const none = new Int32Array(0);
   const { routeOf, posOf, locate } = locator(routes);
-  for (let ri = 0; ri < routes.length; ri++) {
-    const from = routes[ri]!;
-    for (let i = 0; i < from.length; i++) {
-      const k = from.seq[i]!;
-      const a = from.node(i - 1);
-      const b = from.node(i + 1);
-      const removeGain = from.d(a, k) + from.d(k, b) - from.d(a, b);
-      if (removeGain <= minGainKm) continue;
-      let best = removeGain - minGainKm;
-      let target = -1;
-      let at = -1;
-      for (let x = 0; x < near.k; x++) {
+  const segA = new Int32Array(maxSegment);
+  const segB = new Int32Array(maxSegment);
+  for (let ra = 0; ra < routes.length; ra++) {
+    const a = routes[ra]!;
+    for (let i = 0; i < a.length; i++) {
+      const k = a.seq[i]!;
+      let moved = false;
+      for (let x = 0; x < near.k && !moved; x++) {
         const nb = near.list[k * near.k + x]!;
         if (nb < 0) break;
-        const rt = routeOf[nb]!;
-        if (rt === ri || rt < 0) continue;
-        budget.left -= 2;
-        // Just before or just after the neighbour.
-        for (let pos = posOf[nb]!; pos <= posOf[nb]! + 1; pos++) {
-          const c = routes[rt]!.insertionCost(k, pos, best);
-          if (c < best) {
-            best = c;
-            target = rt;
-            at = pos;
+        const rb = routeOf[nb]!;
+        if (rb === ra || rb < 0) continue;
+        const b = routes[rb]!;
+        const j = posOf[nb]!;
+        const bPrev = b.node(j - 1);
+        for (let la = 0; la <= maxSegment && !moved && i + 1 + la <= a.length; la++) {
+          for (let lb = 0; lb <= maxSegment && j + lb <= b.length; lb++) {
+            if (la + lb === 0) continue;
+            if (--budget.left <= 0) return touched;
+            const a1 = a.node(i + 1);
+            const aLast = a.node(i + la);
+            const aNext = a.node(i + 1 + la);
+            const bLast = b.node(j + lb - 1);
+            const bNext = b.node(j + lb);
+            const oldA = la > 0 ? a.d(k, a1) + a.d(aLast, aNext) : a.d(k, aNext);
+            const newA = lb > 0 ? a.d(k, nb) + a.d(bLast, aNext) : a.d(k, aNext);
+            const oldB = lb > 0 ? a.d(bPrev, nb) + a.d(bLast, bNext) : a.d(bPrev, bNext);
+            const newB = la > 0 ? a.d(bPrev, a1) + a.d(aLast, bNext) : a.d(bPrev, bNext);
+            if (oldA + oldB - newA - newB <= minGainKm) continue;
+            const { maxStops } = a.p;
+            if (a.length - la + lb > maxStops || b.length - lb + la > maxStops) continue;
+            for (let y = 0; y < la; y++) segA[y] = a.seq[i + 1 + y]!;
+            for (let y = 0; y < lb; y++) segB[y] = b.seq[j + y]!;
+            budget.left -= la + lb;
+            if (!a.spanFeasible(i + 1, i + 1 + la, segB, lb) || !b.spanFeasible(j, j + lb, segA, la)) continue;
+            a.seq.splice(i + 1, la, ...segB.subarray(0, lb));
+            b.seq.splice(j, lb, ...segA.subarray(0, la));
+            a.refresh();
+            b.refresh();
+            budget.left -= a.length + b.length;
+            for (let y = 0; y < la; y++) routeOf[segA[y]!] = rb;
+            for (let y = 0; y < lb; y++) routeOf[segB[y]!] = ra;
+            locate(ra);
+            locate(rb);
+            touched.add(a).add(b);
+            moved = true; // k's successor changed: go on with the next stop.
+            break;
           }
         }
       }
-      if (budget.left <= 0) return touched;
-      // Removal cannot break a route on a metric, but float noise could: check rather than assume.
-      if (target < 0 || !from.spanFeasible(i, i + 1, none, 0)) continue;
-      const to = routes[target]!;
-      from.removeAt(i);
-      to.insert(k, at);
-      budget.left -= from.length + to.length;
-      routeOf[k] = -1;
-      locate(ri);
-      locate(target);
-      touched.add(from).add(to);
-      i--;
     }
   }
   return touched;
+}
+
+/** Local search to a local optimum (or the budget's end): intra-route 2-opt and or-opt on each
+ *  changed route, cross-exchange and 2-opt* between routes. */
+export function localSearch(routes: Route[], near: Neighbours, budget: Budget): void {
+  let changed = new Set(routes);
+  while (changed.size > 0 && budget.left > 0) {
+    for (const r of changed) improveRoute(r, budget);
+    changed = crossExchange(routes, near, budget);
+    for (const r of exchangeTails(routes, near, budget)) changed.add(r);
+  }
 }

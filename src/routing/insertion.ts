@@ -1,13 +1,15 @@
 // Cheapest insertion, priority tier by tier: repeatedly insert the (target, route, position) with
-// the smallest extra distance among feasible ones. Each target caches its best position per route;
+// the smallest extra distance among feasible ones; or, with `regret`, the target whose best route
+// beats its second best by most (regret-2). Each target caches its best position per route;
 // inserting into a route only adds two edges there, and only delays / tightens times, so an old
 // position can turn infeasible but never feasible: a cache entry is re-scanned only when its edge
 // was split or went infeasible. That keeps 2,000 candidates affordable.
 import type { Problem } from './problem.js';
 import type { Route } from './schedule.js';
 
-/** Inserts what fits into `routes`; returns the nodes that fit nowhere, in node order. */
-export function insertCheapest(p: Problem, routes: Route[], candidates: readonly number[]): number[] {
+/** Inserts what fits into `routes` (the search's start); returns the nodes that fit nowhere, in
+ *  node order. */
+export function insertCheapest(p: Problem, routes: Route[], candidates: readonly number[], regret = false): number[] {
   const tiers = new Map<number, number[]>();
   for (const k of [...candidates].sort((a, b) => a - b)) {
     const prio = p.priority[k]!;
@@ -16,7 +18,8 @@ export function insertCheapest(p: Problem, routes: Route[], candidates: readonly
     else tiers.set(prio, [k]);
   }
   const left: number[] = [];
-  for (const prio of [...tiers.keys()].sort((a, b) => b - a)) left.push(...insertTier(routes, tiers.get(prio)!));
+  for (const prio of [...tiers.keys()].sort((a, b) => b - a))
+    left.push(...insertTier(routes, tiers.get(prio)!, regret));
   return left.sort((a, b) => a - b);
 }
 
@@ -34,7 +37,7 @@ function bestIn(route: Route, k: number): [cost: number, pos: number] {
   return [best, bestPos];
 }
 
-function insertTier(routes: Route[], tier: readonly number[]): number[] {
+function insertTier(routes: Route[], tier: readonly number[], regret: boolean): number[] {
   const m = tier.length;
   const r = routes.length;
   const cost = new Float64Array(m * r);
@@ -44,17 +47,34 @@ function insertTier(routes: Route[], tier: readonly number[]): number[] {
     for (let j = 0; j < r; j++) [cost[c * r + j], pos[c * r + j]] = bestIn(routes[j]!, tier[c]!);
   }
   for (;;) {
+    // Regret-2: the target that loses most if it does not get its best route now (one with a
+    // single route left first), ties to the cheaper. Idle vehicles are alike: only one counts.
+    const firstIdle = routes.findIndex((route) => route.length === 0);
+    let bestRegret = -1;
     let best = Infinity;
     let bc = -1;
     let br = -1;
     for (let c = 0; c < m; c++) {
       if (!active[c]) continue;
+      let first = Infinity;
+      let second = Infinity;
+      let at = -1;
       for (let j = 0; j < r; j++) {
-        if (cost[c * r + j]! < best) {
-          best = cost[c * r + j]!;
-          bc = c;
-          br = j;
-        }
+        if (j !== firstIdle && routes[j]!.length === 0) continue;
+        const x = cost[c * r + j]!;
+        if (x < first) {
+          second = first;
+          first = x;
+          at = j;
+        } else if (x < second) second = x;
+      }
+      if (at < 0) continue;
+      const loss = regret ? second - first : 0;
+      if (loss > bestRegret || (loss === bestRegret && first < best)) {
+        bestRegret = loss;
+        best = first;
+        bc = c;
+        br = at;
       }
     }
     if (bc < 0) break;

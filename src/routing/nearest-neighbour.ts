@@ -12,7 +12,7 @@ export function nearestNeighbourRoutes(input: RouteSuggestionInput): RouteSugges
   return buildResult(p, input, routes, leftovers);
 }
 
-/** The baseline's routes; suggestRoutes also improves them as one of its starting points. */
+/** The baseline's routes. */
 export function nearestNeighbourTours(p: Problem): { routes: Route[]; leftovers: number[] } {
   const visited = new Uint8Array(p.size);
   const routes: Route[] = [];

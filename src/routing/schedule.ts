@@ -35,6 +35,22 @@ export class Route {
     this.late = [p.shiftEnd];
   }
 
+  /** An independent copy (the search changes copies, so accepted solutions can share routes). */
+  clone(): Route {
+    const copy = new Route(this.p);
+    copy.seq.push(...this.seq);
+    copy.dep.push(...this.dep);
+    copy.late.length = 0;
+    copy.late.push(...this.late);
+    copy.distanceKm = this.distanceKm;
+    return copy;
+  }
+
+  /** Km driven: an unused vehicle does not leave the depot. */
+  get km(): number {
+    return this.seq.length > 0 ? this.distanceKm : 0;
+  }
+
   get length(): number {
     return this.seq.length;
   }
