@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { inTransaction, type Pool } from '../db/pool.js';
 import type { Tx } from './outbox.js';
 import { generateWebhookSecret } from './signing.js';
 
@@ -127,16 +128,26 @@ export async function updateEndpoint(
   return rowCount === 1;
 }
 
-/** Deletes the endpoint with its deliveries and their attempts (its events stay: other endpoints and the feed). */
-export async function deleteEndpoint(db: Tx, ref: EndpointRef): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `WITH doomed AS (SELECT ep.id FROM webhook_endpoints ep WHERE ${refWhere(1)}),
-          attempts AS (DELETE FROM webhook_attempts WHERE endpoint_id IN (SELECT id FROM doomed)),
-          deliveries AS (DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM doomed))
-     DELETE FROM webhook_endpoints WHERE id IN (SELECT id FROM doomed)`,
-    refValues(ref),
-  );
-  return rowCount === 1;
+/**
+ * Deletes the endpoint with its deliveries and their attempts (its events stay: other endpoints
+ * and the feed). A dispatcher may be recording an attempt meanwhile: the deliveries are locked
+ * first (an attempt's insert waits for them, then finds them gone), and each delete reads what
+ * committed before it, so no attempt is left pointing at a deleted delivery.
+ */
+export function deleteEndpoint(pool: Pool, ref: EndpointRef): Promise<boolean> {
+  return inTransaction(pool, async (tx) => {
+    const endpoint = await tx.query(
+      `SELECT ep.id FROM webhook_endpoints ep WHERE ${refWhere(1)} FOR UPDATE`,
+      refValues(ref),
+    );
+    const id = endpoint.rows[0]?.id as string | undefined;
+    if (!id) return false;
+    await tx.query('SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE', [id]);
+    await tx.query('DELETE FROM webhook_attempts WHERE endpoint_id = $1', [id]);
+    await tx.query('DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
+    await tx.query('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
+    return true;
+  });
 }
 
 /** New current secret; the old one keeps signing until now + overlapMs (0: not at all). */

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { createEndpoint, deleteEndpoint } from '../../src/shared/webhooks/endpoints.js';
+import { insertAttempt } from '../../src/workers/webhooks/sql.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
+import { eventually } from '../support/kafka.js';
+import { raiseFieldJobEvents } from '../support/webhook-events.js';
+
+// A client deletes an endpoint while a dispatcher is recording an attempt to it (the POST was
+// answered; its attempt row is inserted but not committed yet). The delete must neither fail on
+// the attempt committed under it (a foreign-key error, seen as a 500 in a CI run) nor leave it.
+
+let db: TestDatabase;
+let pool: Pool;
+let demo: Demo;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createPool(db.url, 4, 'test');
+  demo = await createDemo(pool);
+});
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+describe('deleting a webhook endpoint', () => {
+  it('while an attempt to it is being recorded: deleted with its deliveries and attempts', async () => {
+    const { clientId } = await createClientWithKey(pool, demo.tenantId, '');
+    const endpoint = (await createEndpoint(pool, { clientId, url: 'https://example.com/hook', eventTypes: '*' }))!;
+    const [eventId] = await raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, 1, 'DELETE');
+    const { rows } = await pool.query('SELECT id FROM webhook_deliveries WHERE endpoint_id = $1', [
+      endpoint.endpointId,
+    ]);
+    expect(rows).toHaveLength(1);
+
+    const recorder = await pool.connect();
+    try {
+      await recorder.query('BEGIN');
+      await recorder.query(insertAttempt, [
+        rows[0].id,
+        eventId,
+        endpoint.endpointId,
+        1,
+        'Succeeded',
+        200,
+        12,
+        null,
+        null,
+        new Date().toISOString(),
+      ]);
+      const deleting = deleteEndpoint(pool, { endpointId: endpoint.endpointId, clientId });
+      // The delete waits for the recorder (it holds the delivery through its attempt's key).
+      await eventually(
+        async () =>
+          (
+            await pool.query(
+              `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rowCount! > 0 || undefined,
+        30_000,
+        'the delete waiting for the recorder',
+      );
+      await recorder.query('COMMIT');
+      expect(await deleting).toBe(true);
+    } finally {
+      await recorder.query('ROLLBACK').catch(() => undefined);
+      recorder.release();
+    }
+    const left = await pool.query(
+      `SELECT (SELECT count(*) FROM webhook_attempts WHERE endpoint_id = $1)::int AS attempts,
+              (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1)::int AS deliveries,
+              (SELECT count(*) FROM webhook_endpoints WHERE id = $1)::int AS endpoints`,
+      [endpoint.endpointId],
+    );
+    expect(left.rows[0]).toEqual({ attempts: 0, deliveries: 0, endpoints: 0 });
+    expect(await deleteEndpoint(pool, { endpointId: endpoint.endpointId, clientId })).toBe(false);
+  });
+});
