@@ -113,7 +113,30 @@ describe('a write that finds every edge connection held', () => {
 
       await kafka.pause();
       const held = [push(), push()];
-      await eventually(twoWaitingOnKafka, 30_000, 'two writes waiting for Kafka');
+      // A held write answered before it waits would make the wait below hopeless: say so at once,
+      // and on a timeout say what the edge connections were doing (this failed twice, unexplained).
+      const answered: string[] = [];
+      for (const p of held) void p.then((res) => answered.push(`${res.status} ${res.text.slice(0, 300)}`));
+      const edgeStates = async () =>
+        JSON.stringify(
+          (
+            await suite.pool.query(
+              `SELECT state, wait_event_type, wait_event, left(query, 80) AS query FROM pg_stat_activity
+                WHERE datname = current_database() AND application_name = 'connect-gateway-edge'`,
+            )
+          ).rows,
+        );
+      await eventually(
+        async () => {
+          if (answered.length > 0)
+            throw new Error(`a held write was answered before it waited: ${answered.join('; ')}`);
+          return twoWaitingOnKafka();
+        },
+        30_000,
+        'two writes waiting for Kafka',
+      ).catch(async (err: Error) => {
+        throw new Error(`${err.message}; edge connections: ${await edgeStates()}`);
+      });
       const refused = await push();
       expect(refused.status, refused.text).toBe(503);
       expect(refused.body.error.code).toBe('service_unavailable');
