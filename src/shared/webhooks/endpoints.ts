@@ -129,11 +129,19 @@ export async function updateEndpoint(
 }
 
 /**
- * Deletes the endpoint with its deliveries and their attempts (its events stay: other endpoints
- * and the feed). A dispatcher may be recording an attempt meanwhile: the deliveries are locked
- * first (an attempt's insert waits for them, then finds them gone), and each delete reads what
- * committed before it, so no attempt is left pointing at a deleted delivery.
+ * Deletes the deliveries of these endpoints or events with their attempts (in a transaction). A
+ * dispatcher may be recording an attempt meanwhile: the deliveries are locked first (an attempt's
+ * insert waits for them, then finds them gone), and each delete reads what committed before it,
+ * so no attempt is left pointing at a deleted delivery.
  */
+export async function deleteDeliveries(tx: Tx, column: 'endpoint_id' | 'event_id', ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await tx.query(`SELECT 1 FROM webhook_deliveries WHERE ${column} = ANY($1) FOR UPDATE`, [ids]);
+  await tx.query(`DELETE FROM webhook_attempts WHERE ${column} = ANY($1)`, [ids]);
+  await tx.query(`DELETE FROM webhook_deliveries WHERE ${column} = ANY($1)`, [ids]);
+}
+
+/** Deletes the endpoint with its deliveries and their attempts (its events stay: other endpoints and the feed). */
 export function deleteEndpoint(pool: Pool, ref: EndpointRef): Promise<boolean> {
   return inTransaction(pool, async (tx) => {
     const endpoint = await tx.query(
@@ -142,9 +150,7 @@ export function deleteEndpoint(pool: Pool, ref: EndpointRef): Promise<boolean> {
     );
     const id = endpoint.rows[0]?.id as string | undefined;
     if (!id) return false;
-    await tx.query('SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE', [id]);
-    await tx.query('DELETE FROM webhook_attempts WHERE endpoint_id = $1', [id]);
-    await tx.query('DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
+    await deleteDeliveries(tx, 'endpoint_id', [id]);
     await tx.query('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
     return true;
   });

@@ -1,4 +1,5 @@
 import { inTransaction, type Pool } from '../db/pool.js';
+import { deleteDeliveries } from './endpoints.js';
 import type { Tx } from './outbox.js';
 
 // The event feed's order (see migrations/0016): feed_seq is assigned to committed events only, by
@@ -69,14 +70,13 @@ export async function pruneEvents(pool: Pool, retentionMs: number): Promise<numb
     const upTo = firstKept === -1 ? rows.at(-1) : rows[firstKept - 1];
     if (!upTo) return total;
     await pool.query('UPDATE event_feed_head SET pruned_through = greatest(pruned_through, $1)', [upTo.feed_seq]);
-    const deleted = await pool.query(
-      `WITH doomed AS (SELECT id FROM webhook_events WHERE feed_seq <= $1),
-            attempts AS (DELETE FROM webhook_attempts WHERE event_id IN (SELECT id FROM doomed)),
-            deliveries AS (DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM doomed))
-       DELETE FROM webhook_events WHERE id IN (SELECT id FROM doomed)`,
-      [upTo.feed_seq],
-    );
-    total += deleted.rowCount ?? 0;
+    total += await inTransaction(pool, async (tx) => {
+      const doomed = (
+        await tx.query<{ id: string }>('SELECT id FROM webhook_events WHERE feed_seq <= $1', [upTo.feed_seq])
+      ).rows.map((r) => r.id);
+      await deleteDeliveries(tx, 'event_id', doomed);
+      return (await tx.query('DELETE FROM webhook_events WHERE id = ANY($1)', [doomed])).rowCount ?? 0;
+    });
     if (firstKept !== -1 || rows.length < pruneBatch) return total;
   }
 }
