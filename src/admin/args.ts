@@ -67,12 +67,19 @@ export function uploadQuotaArg(value: string, flag: string): number {
   return n;
 }
 
+/** The names of a comma list, trimmed, without empty ones or repeats, in order. */
+export const commaList = (value: string): string[] => [
+  ...new Set(
+    value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ),
+];
+
 /** `all` = every integration scope; empty = none; otherwise a comma list of scope names. */
 export function scopesArg(value: string): Scope[] {
-  const names = value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const names = commaList(value);
   if (names.length === 1 && names[0] === 'all') return [...integrationScopes];
   const unknown = names.filter((n) => !isScope(n));
   if (unknown.length > 0) {

@@ -1,6 +1,6 @@
 import { createDeadLetters, type DeadLetterFilter, type DeadLetters } from '../../shared/dead-letters/dead-letters.js';
 import { deadLetterKindNames } from '../../shared/dead-letters/kinds.js';
-import { AdminError, UsageError, parseOptions, required, timestampArg, uuidArg } from '../args.js';
+import { AdminError, UsageError, commaList, parseOptions, required, timestampArg, uuidArg } from '../args.js';
 import type { Command, Context } from '../command.js';
 
 // Dead letters (docs/operations.md#dead-letters): what the workers gave up on, by kind. These
@@ -17,14 +17,7 @@ function deadLettersOf(ctx: Context): DeadLetters {
 
 function kindsArg(value: string | undefined): string[] {
   if (value === undefined || value.trim() === 'all') return [];
-  const names = [
-    ...new Set(
-      value
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
-  ];
+  const names = commaList(value);
   const unknown = names.filter((n) => !deadLetterKindNames.includes(n));
   if (names.length === 0 || unknown.length > 0)
     throw new AdminError(`--kind must name kinds among ${kindList} (or "all"), got ${JSON.stringify(value)}`);
@@ -154,10 +147,7 @@ function actionCommand(action: 'replay' | 'purge'): Command<ActionInput> {
         note: { type: 'string' },
       });
       const filter = filterOf(v);
-      const ids = v.id
-        ?.flatMap((s) => s.split(','))
-        .filter((s) => s.trim() !== '')
-        .map(idArg);
+      const ids = v.id?.flatMap(commaList).map(idArg);
       const narrowed = Object.entries(filter).some(([k, x]) => k !== 'kinds' && x !== undefined);
       if (!ids && !narrowed && v.all !== true)
         throw new UsageError(`${action} needs --id, a filter (e.g. --since) or --all`);

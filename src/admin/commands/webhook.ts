@@ -15,7 +15,7 @@ import {
   setEndpointStatus,
 } from '../../shared/webhooks/endpoints.js';
 import { TargetRefusedError, checkWebhookTarget, parseWebhookUrl } from '../../shared/webhooks/target-policy.js';
-import { AdminError, UsageError, durationArg, parseOptions, required, uuidArg } from '../args.js';
+import { AdminError, UsageError, commaList, durationArg, parseOptions, required, uuidArg } from '../args.js';
 import type { Command } from '../command.js';
 import { clientExists } from '../store.js';
 
@@ -33,14 +33,7 @@ function allowPrivateTargets(): boolean {
 }
 
 function eventsArg(value: string): string[] | '*' {
-  const names = [
-    ...new Set(
-      value
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
-  ];
+  const names = commaList(value);
   const subscription = subscriptionOf(names);
   if (subscription === null) {
     const unknown = names.filter((n) => !isWebhookEventType(n));
