@@ -1,15 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createEndpoint, deleteEndpoint } from '../../src/shared/webhooks/endpoints.js';
-import { insertAttempt } from '../../src/workers/webhooks/sql.js';
+import { endpointSucceeded, insertAttempt, markSucceeded } from '../../src/workers/webhooks/sql.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { raiseFieldJobEvents } from '../support/webhook-events.js';
 
 // A client deletes an endpoint while a dispatcher is recording an attempt to it (the POST was
-// answered; its attempt row is inserted but not committed yet). The delete must neither fail on
-// the attempt committed under it (a foreign-key error, seen as a 500 in a CI run) nor leave it.
+// answered; the dispatcher's transaction has inserted the attempt and marked the delivery, and
+// has yet to mark the endpoint). The delete must neither fail on the attempt committed under it
+// (a foreign-key error), nor deadlock with the recorder (it locked the endpoint before the
+// deliveries, the recorder the other way round: both seen as a 500 in CI runs), nor leave it.
 
 let db: TestDatabase;
 let pool: Pool;
@@ -35,8 +37,15 @@ describe('deleting a webhook endpoint', () => {
     ]);
     expect(rows).toHaveLength(1);
 
+    const leaseToken = '00000000-0000-4000-8000-000000000001';
+    await pool.query(`UPDATE webhook_deliveries SET status = 'Delivering', lease_token = $2 WHERE id = $1`, [
+      rows[0].id,
+      leaseToken,
+    ]);
+
     const recorder = await pool.connect();
     try {
+      // What the dispatcher's record() does, in its order, stopped before the endpoint's update.
       await recorder.query('BEGIN');
       await recorder.query(insertAttempt, [
         rows[0].id,
@@ -50,6 +59,7 @@ describe('deleting a webhook endpoint', () => {
         null,
         new Date().toISOString(),
       ]);
+      expect((await recorder.query(markSucceeded, [rows[0].id, leaseToken])).rowCount).toBe(1);
       const deleting = deleteEndpoint(pool, { endpointId: endpoint.endpointId, clientId });
       // The delete waits for the recorder (it holds the delivery through its attempt's key).
       await eventually(
@@ -62,6 +72,7 @@ describe('deleting a webhook endpoint', () => {
         30_000,
         'the delete waiting for the recorder',
       );
+      await recorder.query(endpointSucceeded, [endpoint.endpointId]);
       await recorder.query('COMMIT');
       expect(await deleting).toBe(true);
     } finally {

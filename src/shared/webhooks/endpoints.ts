@@ -136,20 +136,28 @@ export async function updateEndpoint(
  */
 export async function deleteDeliveries(tx: Tx, column: 'endpoint_id' | 'event_id', ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await tx.query(`SELECT 1 FROM webhook_deliveries WHERE ${column} = ANY($1) FOR UPDATE`, [ids]);
+  await lockDeliveries(tx, column, ids);
   await tx.query(`DELETE FROM webhook_attempts WHERE ${column} = ANY($1)`, [ids]);
   await tx.query(`DELETE FROM webhook_deliveries WHERE ${column} = ANY($1)`, [ids]);
 }
 
-/** Deletes the endpoint with its deliveries and their attempts (its events stay: other endpoints and the feed). */
+const lockDeliveries = (tx: Tx, column: 'endpoint_id' | 'event_id', ids: string[]) =>
+  tx.query(`SELECT 1 FROM webhook_deliveries WHERE ${column} = ANY($1) FOR UPDATE`, [ids]);
+
+/**
+ * Deletes the endpoint with its deliveries and their attempts (its events stay: other endpoints
+ * and the feed). Locks in the order of a dispatcher recording an attempt (the delivery, then the
+ * endpoint): the other order deadlocked with it. The endpoint's lock then holds off new
+ * deliveries to it, so the deliveries' delete leaves none for the endpoint's delete to trip on.
+ */
 export function deleteEndpoint(pool: Pool, ref: EndpointRef): Promise<boolean> {
   return inTransaction(pool, async (tx) => {
-    const endpoint = await tx.query(
-      `SELECT ep.id FROM webhook_endpoints ep WHERE ${refWhere(1)} FOR UPDATE`,
-      refValues(ref),
-    );
-    const id = endpoint.rows[0]?.id as string | undefined;
+    const found = await tx.query(`SELECT ep.id FROM webhook_endpoints ep WHERE ${refWhere(1)}`, refValues(ref));
+    const id = found.rows[0]?.id as string | undefined;
     if (!id) return false;
+    await lockDeliveries(tx, 'endpoint_id', [id]);
+    const locked = await tx.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE', [id]);
+    if (locked.rowCount === 0) return false; // deleted meanwhile by another request
     await deleteDeliveries(tx, 'endpoint_id', [id]);
     await tx.query('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
     return true;
