@@ -1,6 +1,7 @@
 import { cancellableStatuses, type AppointmentStatus } from '../../shared/appointments/statuses.js';
 import { appendHistory, lockRequestSql } from '../../shared/appointments/transitions-sql.js';
-import { inTransaction, type Pool } from '../../shared/db/pool.js';
+import type { Pool } from '../../shared/db/pool.js';
+import { withTenant } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { contentFingerprint } from '../http/fingerprint.js';
@@ -29,7 +30,7 @@ export function cancelAppointmentRequest(
 ): Promise<CancelResult> {
   const requestHash = contentFingerprint(body);
   // Nothing to produce: a plain transaction on the main pool, so a Kafka outage never touches it.
-  return inTransaction<CancelResult>(deps.pool, async (tx) => {
+  return withTenant<CancelResult>(deps.pool, client.tenantId, async (tx) => {
     const row = (await tx.query(lockRequestSql('id = $1 AND client_id = $2'), [id, client.clientId])).rows[0];
     if (!row) throw notFound(`Appointment request ${id}`);
     const answer = (cancelledAt: Date) => ({

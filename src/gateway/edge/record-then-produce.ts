@@ -1,6 +1,7 @@
 import type { Config } from '../../shared/config.js';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { isConnectionError } from '../../shared/db/errors.js';
+import { beginTenantScope, type TenantTx } from '../../shared/db/tenant-scope.js';
 import { lockEdgeRecord } from '../../shared/edge-lock.js';
 import { busy, unavailable, type AppError } from '../../shared/errors.js';
 import type { MessageBus, OutboundMessage } from '../../shared/kafka/bus.js';
@@ -28,7 +29,8 @@ const kafkaRetryAfterSeconds = 5;
 
 /**
  * The edge ledger's one write pattern: record the edge rows and produce the work in ONE
- * PostgreSQL transaction that commits only after Kafka acknowledged (acks=all).
+ * PostgreSQL transaction that commits only after Kafka acknowledged (acks=all). The transaction
+ * is scoped to the caller's tenant (shared/db/tenant-scope.ts): the write sees no other tenant's rows.
  *
  * - Kafka known unreachable → 503 at once, before a connection is taken.
  * - No edge connection within the pool's wait → 503 naming why: Kafka, PostgreSQL, or busy
@@ -45,7 +47,8 @@ const kafkaRetryAfterSeconds = 5;
  */
 export async function recordThenProduce<T>(
   deps: Pick<WriteDeps, 'edgePool' | 'bus'>,
-  write: (tx: PoolClient) => Promise<EdgeWrite<T>>,
+  tenantId: string,
+  write: (tx: TenantTx) => Promise<EdgeWrite<T>>,
 ): Promise<T> {
   if (!deps.bus.available()) throw unavailable('Kafka', kafkaRetryAfterSeconds);
   const transactions = edgeTransactionsOf(deps.edgePool);
@@ -59,8 +62,7 @@ export async function recordThenProduce<T>(
   const state = transactions.begin();
   let phase: 'postgres' | 'kafka' = 'postgres';
   try {
-    await tx.query('BEGIN');
-    const { result, produce } = await write(tx);
+    const { result, produce } = await write(await beginTenantScope(tx, tenantId));
     if (produce) {
       await lockEdgeRecord(tx, produce.recordId);
       phase = 'kafka';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Pool } from '../../shared/db/pool.js';
+import { withTenant, type TenantTx } from '../../shared/db/tenant-scope.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { inventoryBalanceSchema, inventoryItemSchema, inventoryLocationSchema } from './schemas.js';
 import { listBalances, listItems, listLocations } from './store.js';
@@ -9,7 +10,7 @@ const list = (
   operationId: string,
   summary: string,
   schema: z.ZodType,
-  load: (pool: Pool, tenantId: string) => Promise<unknown[]>,
+  load: (tx: TenantTx, tenantId: string) => Promise<unknown[]>,
   pool: Pool,
 ) =>
   defineRoute({
@@ -21,7 +22,10 @@ const list = (
     tag: 'Inventory',
     auth: 'apiKey',
     responses: { 200: { description: summary, schema: z.array(schema) } },
-    handler: async ({ client }) => ({ status: 200, body: await load(pool, client.tenantId) }),
+    handler: async ({ client }) => ({
+      status: 200,
+      body: await withTenant(pool, client.tenantId, (tx) => load(tx, client.tenantId)),
+    }),
   });
 
 export const inventoryRoutes = (pool: Pool): RouteDefinition[] => [

@@ -1,5 +1,6 @@
 import type { Config } from '../../shared/config.js';
 import type { Pool } from '../../shared/db/pool.js';
+import { withTenant } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { defaultServiceMinutes, isTimeZone, maxTargets, RouteInputError } from '../../routing/index.js';
 import { importJobIdParamsSchema } from '../import-jobs/schemas.js';
@@ -72,7 +73,7 @@ export const routeSuggestionRoutes = (pool: Pool, config: Config, memory: Memory
     errorStatuses: [404],
     responses: { 200: { description: 'The draft', schema: routeSuggestionSchema } },
     async handler({ params, client }) {
-      const found = await findSuggestion(pool, client.clientId, params.id);
+      const found = await withTenant(pool, client.tenantId, (tx) => findSuggestion(tx, client.clientId, params.id));
       if (!found) throw notFound(`Route suggestion ${params.id}`);
       return { status: 200, body: found };
     },

@@ -8,6 +8,7 @@ import {
   type ImportedDraftResult,
 } from '../../routing/index.js';
 import type { Pool } from '../../shared/db/pool.js';
+import { withTenant } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { maxTimeWindows } from '../../shared/inbound/target-schema.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
@@ -20,7 +21,7 @@ const finalStatuses = ['Completed', 'CompletedWithErrors'];
 /** Refuses (400 via RouteInputError) a job over the draft limits before any of its targets is
  *  read; returns its target count. */
 async function checkJobSize(pool: Pool, tenantId: string, importJobId: string): Promise<number> {
-  const counts = await jobTargetCounts(pool, tenantId, importJobId, maxTargets + 1);
+  const counts = await withTenant(pool, tenantId, (tx) => jobTargetCounts(tx, tenantId, importJobId, maxTargets + 1));
   checkTargetCount(counts.targets);
   if (counts.maxWindows > maxTimeWindows) {
     throw new RouteInputError(`targets must have at most ${maxTimeWindows} time windows each`);
@@ -69,7 +70,7 @@ export async function createRouteSuggestion(
   req: CreateRouteSuggestion,
   budget: DraftBudget = { ms: 30_000 },
 ): Promise<RouteSuggestionDto> {
-  const status = await findJobStatus(pool, client.clientId, importJobId);
+  const status = await withTenant(pool, client.tenantId, (tx) => findJobStatus(tx, client.clientId, importJobId));
   if (!status) throw notFound(`Import job ${importJobId}`);
   if (!finalStatuses.includes(status)) {
     throw new AppError(
@@ -107,7 +108,7 @@ async function computeAndStore(
     shift: req.shift,
     ...(req.maxStopsPerRoute ? { maxStopsPerRoute: req.maxStopsPerRoute } : {}),
     averageSpeedKmh: req.averageSpeedKmh ?? defaultSpeedKmh,
-    targetsJson: await jobTargetsJson(pool, client.tenantId, importJobId),
+    targetsJson: await withTenant(pool, client.tenantId, (tx) => jobTargetsJson(tx, client.tenantId, importJobId)),
   };
   const result = await computeWithinBudget(input, budget, targets);
   if (!result.routable) {
@@ -138,6 +139,8 @@ async function computeAndStore(
     totalDurationMinutes: result.totalDurationMinutes,
     summary: { targets: result.targets, placed, unplaced: result.unplaced.length },
   };
-  await insertSuggestion(pool, { tenantId: client.tenantId, clientId: client.clientId, request: req, dto });
+  await withTenant(pool, client.tenantId, (tx) =>
+    insertSuggestion(tx, { tenantId: client.tenantId, clientId: client.clientId, request: req, dto }),
+  );
   return dto;
 }

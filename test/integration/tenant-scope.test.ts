@@ -1,0 +1,266 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newAppointmentId } from '../../src/shared/appointments/ids.js';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { tenantScopeRole, withTenant } from '../../src/shared/db/tenant-scope.js';
+import { newWebhookEventId } from '../../src/shared/webhooks/outbox.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+// Issue 25: tenant scope that cannot be forgotten. Row-level security (migrations/0017) keyed on
+// the scoped transaction's tenant: a statement in tenant A's scope sees none of tenant B's rows
+// even without a WHERE, a scoped statement without a tenant sees nothing and writes nothing.
+
+let db: TestDatabase;
+let pool: Pool;
+
+/** The tenant a row belongs to, per scoped table: its own column, or its parent's. */
+const tenantOfRow: Record<string, string> = {
+  import_job_chunks: '(SELECT p.tenant_id FROM import_jobs p WHERE p.id = t.import_job_id)',
+  material_usage_lines: '(SELECT p.tenant_id FROM material_usages p WHERE p.id = t.material_usage_id)',
+  appointment_status_history: '(SELECT p.tenant_id FROM appointment_requests p WHERE p.id = t.appointment_request_id)',
+  webhook_deliveries: '(SELECT p.tenant_id FROM webhook_endpoints p WHERE p.id = t.endpoint_id)',
+  webhook_attempts: '(SELECT p.tenant_id FROM webhook_endpoints p WHERE p.id = t.endpoint_id)',
+};
+const tenantOf = (table: string) => tenantOfRow[table] ?? 't.tenant_id';
+
+/** Tables with a tenant_id that authentication reads before it knows the tenant: no policy, no grant. */
+const unscopedTenantTables = ['integration_clients'];
+
+/** One row in every scoped table, of a new tenant and client. */
+async function seedTenant(): Promise<string> {
+  const tenant = randomUUID();
+  const client = randomUUID();
+  const q = async (sql: string, values: unknown[] = []) => (await pool.query(sql, values)).rows[0];
+  await q(`INSERT INTO tenants (id, name) VALUES ($1, 'tenant')`, [tenant]);
+  await q(`INSERT INTO integration_clients (id, tenant_id, name) VALUES ($1, $2, 'c')`, [client, tenant]);
+  const item = (
+    await q(`INSERT INTO inventory_items (id, tenant_id, name) VALUES ($1, $2, 'i') RETURNING id`, [
+      randomUUID(),
+      tenant,
+    ])
+  ).id;
+  const location = (
+    await q(
+      `INSERT INTO inventory_locations (id, tenant_id, location_type) VALUES ($1, $2, 'Warehouse') RETURNING id`,
+      [randomUUID(), tenant],
+    )
+  ).id;
+  await q('INSERT INTO inventory_balances (tenant_id, item_id, location_id) VALUES ($1, $2, $3)', [
+    tenant,
+    item,
+    location,
+  ]);
+  await q(`INSERT INTO job_types (tenant_id, code, name) VALUES ($1, 'T', 'T')`, [tenant]);
+  await q(`INSERT INTO tenant_sequences (tenant_id, name, value) VALUES ($1, 'job_number', 1)`, [tenant]);
+  const fieldJob = randomUUID();
+  await q(
+    `INSERT INTO job_requests (field_job_id, tenant_id, client_id, external_id, idempotency_key, request_hash, job_number, request)
+     VALUES ($1, $2, $3, 'x', 'k', '\\x00', 'J-1', '{}')`,
+    [fieldJob, tenant, client],
+  );
+  await q(
+    `INSERT INTO field_jobs (id, tenant_id, external_id, job_number, title, job_type, priority, customer, site)
+     VALUES ($1, $2, 'x', 'J-1', 't', 'T', 'Normal', '{}', '{}')`,
+    [fieldJob, tenant],
+  );
+  const workOrder = (
+    await q(
+      `INSERT INTO work_orders (tenant_id, external_work_order_id, field_job_id) VALUES ($1, 'w', $2) RETURNING id`,
+      [tenant, fieldJob],
+    )
+  ).id;
+  const usage = randomUUID();
+  await q(
+    `INSERT INTO material_usages (id, tenant_id, client_id, work_order_id, external_event_id, request_hash, location_id, used_at)
+     VALUES ($1, $2, $3, $4, 'e', '\\x00', $5, now())`,
+    [usage, tenant, client, workOrder, location],
+  );
+  await q('INSERT INTO material_usage_lines (material_usage_id, line_no, item_id, quantity) VALUES ($1, 1, $2, 1)', [
+    usage,
+    item,
+  ]);
+  await q(
+    `INSERT INTO stock_movements (tenant_id, item_id, location_id, quantity_delta, reason, material_usage_id, line_no)
+     VALUES ($1, $2, $3, -1, 'MaterialUsage', $4, 1)`,
+    [tenant, item, location, usage],
+  );
+  const importJob = (
+    await q(
+      `INSERT INTO import_jobs (tenant_id, client_id, kind, source_system, request_hash, received_count, accepted_count,
+                                rejected_count, chunk_count)
+       VALUES ($1, $2, 'Single', 's', '\\x00', 1, 1, 0, 1) RETURNING id`,
+      [tenant, client],
+    )
+  ).id;
+  await q(
+    'INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count) VALUES ($1, 0, 1, 0)',
+    [importJob],
+  );
+  await q(
+    `INSERT INTO targets (tenant_id, source_system, external_id, name, last_import_job_id, last_item_index)
+     VALUES ($1, 's', 'x', 'n', $2, 0)`,
+    [tenant, importJob],
+  );
+  await q(
+    `INSERT INTO route_suggestions (id, tenant_id, client_id, import_job_id, request, result) VALUES ($1, $2, $3, $4, '{}', '{}')`,
+    [randomUUID(), tenant, client, importJob],
+  );
+  const appointment = newAppointmentId();
+  await q(
+    `INSERT INTO appointment_requests (id, tenant_id, client_id, external_reference, service_type, priority, request, request_hash)
+     VALUES ($1, $2, $3, 'r', 's', 'normal', '{}', '\\x00')`,
+    [appointment, tenant, client],
+  );
+  await q(
+    `INSERT INTO appointment_status_history (appointment_request_id, seq, to_status, actor, at)
+     VALUES ($1, 1, 'Submitted', 'client', now())`,
+    [appointment],
+  );
+  const endpoint = randomUUID();
+  await q(
+    `INSERT INTO webhook_endpoints (id, tenant_id, client_id, url, event_types, secret)
+     VALUES ($1, $2, $3, 'https://example.com/', '{*}', 'whsec_x')`,
+    [endpoint, tenant, client],
+  );
+  const event = newWebhookEventId();
+  await q(
+    `INSERT INTO webhook_events (id, tenant_id, client_id, type, version, body) VALUES ($1, $2, $3, 't', 1, '{}')`,
+    [event, tenant, client],
+  );
+  const delivery = (
+    await q('INSERT INTO webhook_deliveries (event_id, endpoint_id) VALUES ($1, $2) RETURNING id', [event, endpoint])
+  ).id;
+  await q(
+    `INSERT INTO webhook_attempts (delivery_id, event_id, endpoint_id, attempt, outcome, latency_ms, started_at)
+     VALUES ($1, $2, $3, 1, 'Succeeded', 1, now())`,
+    [delivery, event, endpoint],
+  );
+  return tenant;
+}
+
+let scopedTables: string[];
+let tenantA: string;
+let tenantB: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createPool(db.url, 2, 'test');
+  scopedTables = (
+    await pool.query<{ tablename: string }>(
+      `SELECT tablename FROM pg_policies WHERE policyname = 'tenant_scope' ORDER BY tablename`,
+    )
+  ).rows.map((r) => r.tablename);
+  tenantA = await seedTenant();
+  tenantB = await seedTenant();
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+/** What a statement on a connection that took the scope role, without a tenant, gets. */
+async function unscopedOnScopedRole(sql: string): Promise<{ rows?: unknown[]; code?: string }> {
+  const client = await pool.connect();
+  try {
+    await client.query(`BEGIN; SET LOCAL ROLE ${tenantScopeRole}`);
+    return { rows: (await client.query(sql)).rows };
+  } catch (err) {
+    return { code: (err as { code?: string }).code };
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
+}
+
+describe('tenant scope (row-level security)', () => {
+  it('covers every table that holds tenant data, but those authentication reads', async () => {
+    const { rows } = await pool.query<{ table_name: string; rls: boolean }>(
+      `SELECT c.table_name, k.relrowsecurity AS rls
+         FROM information_schema.columns c JOIN pg_class k ON k.oid = c.table_name::regclass
+        WHERE c.table_schema = 'public' AND c.column_name = 'tenant_id' ORDER BY c.table_name`,
+    );
+    const withTenantColumn = rows.map((r) => r.table_name).filter((t) => !unscopedTenantTables.includes(t));
+    expect(rows.filter((r) => r.rls).map((r) => r.table_name)).toEqual(withTenantColumn);
+    // Every scoped table is either one of those or a child whose parent's tenant decides.
+    expect(scopedTables).toEqual([...withTenantColumn, ...Object.keys(tenantOfRow)].sort());
+  });
+
+  it("in tenant A's scope, a statement without a tenant condition sees A's rows and none of B's", async () => {
+    for (const table of scopedTables) {
+      const all = await pool.query(`SELECT ${tenantOf(table)} AS tenant FROM ${table} t`);
+      expect(all.rows.map((r) => r.tenant).sort(), table).toEqual([tenantA, tenantB].sort());
+      // A child row of B's would show a NULL tenant here (its parent invisible): none does.
+      const seen = await withTenant(pool, tenantA, (tx) =>
+        tx.query(`SELECT ${tenantOf(table)} AS tenant FROM ${table} t`),
+      );
+      expect(
+        seen.rows.map((r) => r.tenant),
+        table,
+      ).toEqual([tenantA]);
+    }
+  });
+
+  it('without a tenant, the scope role sees no row of any scoped table and cannot write one', async () => {
+    for (const table of scopedTables) {
+      expect(await unscopedOnScopedRole(`SELECT * FROM ${table}`), table).toEqual({ rows: [] });
+    }
+    expect(
+      await unscopedOnScopedRole(`INSERT INTO job_types (tenant_id, code, name) VALUES ('${tenantA}', 'U', 'U')`),
+    ).toEqual({ code: '42501' }); // new row violates row-level security policy
+  });
+
+  it("in A's scope, B's rows cannot be written, changed or deleted", async () => {
+    const write = (sql: string) =>
+      withTenant(pool, tenantA, (tx) => tx.query(sql)).then(
+        (r) => ({ rowCount: r.rowCount }),
+        (err: { code?: string }) => ({ code: err.code }),
+      );
+    expect(await write(`INSERT INTO job_types (tenant_id, code, name) VALUES ('${tenantB}', 'U', 'U')`)).toEqual({
+      code: '42501',
+    });
+    expect(await write(`UPDATE job_types SET name = 'changed' WHERE tenant_id = '${tenantB}'`)).toEqual({
+      rowCount: 0,
+    });
+    expect(await write(`DELETE FROM targets WHERE tenant_id = '${tenantB}'`)).toEqual({ rowCount: 0 });
+    // Moving one of A's rows to B is a write of a B row.
+    expect(await write(`UPDATE job_types SET tenant_id = '${tenantB}'`)).toEqual({ code: '42501' });
+    const { rows } = await pool.query(`SELECT name FROM job_types WHERE tenant_id = $1`, [tenantB]);
+    expect(rows).toEqual([{ name: 'T' }]);
+  });
+
+  it('the scope has no access to what authentication reads across tenants', async () => {
+    for (const table of ['integration_clients', 'api_keys', 'api_key_scopes']) {
+      const seen = await withTenant(pool, tenantA, (tx) => tx.query(`SELECT * FROM ${table}`)).catch(
+        (err: { code?: string }) => err.code,
+      );
+      expect(seen, table).toBe('42501'); // permission denied
+    }
+  });
+
+  it('ends with its transaction: the connection goes back to the pool as its own role, with no tenant', async () => {
+    const own = (await pool.query('SELECT current_user AS u')).rows[0].u;
+    const inside = await withTenant(
+      pool,
+      tenantA,
+      async (tx) => (await tx.query('SELECT current_user AS u')).rows[0].u,
+    );
+    expect(inside).toBe(tenantScopeRole);
+    await expect(withTenant(pool, tenantA, () => Promise.reject(new Error('fails')))).rejects.toThrow('fails');
+    const clients = await Promise.all([pool.connect(), pool.connect()]); // both of the pool's connections
+    try {
+      for (const c of clients) {
+        const { rows } = await c.query(
+          `SELECT current_user AS u, coalesce(current_setting('connect.tenant_id', true), '') AS tenant`,
+        );
+        expect(rows[0]).toEqual({ u: own, tenant: '' });
+      }
+    } finally {
+      for (const c of clients) c.release();
+    }
+  });
+
+  it('refuses a tenant id that is not a UUID before it reaches PostgreSQL', async () => {
+    await expect(withTenant(pool, "x'; RESET ROLE; --", async () => 1)).rejects.toThrow('is not a tenant id');
+  });
+});
