@@ -44,7 +44,11 @@ DECLARE
   -- Tenant-owned tables, with the row condition of the scope: their own tenant_id, or their
   -- parent row's (which the parent's own policy filters). integration_clients, api_keys and
   -- api_key_scopes stay out: authentication reads them before it knows the tenant; the scope
-  -- role has no privilege on them, so a scoped statement that reads them fails.
+  -- role has no privilege on them, so a scoped statement that reads them fails. targets stays out
+  -- too: PostgreSQL refuses COPY FROM into a table with row security for every role it binds,
+  -- and the inbound worker COPYs new targets straight in (as a service role of
+  -- ops/postgres/service-role.sql, that would fail); the scope reads it (SELECT only), its own
+  -- tenant conditions being the only line there.
   scoped constant text[][] := ARRAY[
     ['inventory_items', 'tenant_id = connect_scope_tenant()'],
     ['inventory_locations', 'tenant_id = connect_scope_tenant()'],
@@ -52,7 +56,6 @@ DECLARE
     ['work_orders', 'tenant_id = connect_scope_tenant()'],
     ['import_jobs', 'tenant_id = connect_scope_tenant()'],
     ['import_job_chunks', 'EXISTS (SELECT FROM import_jobs p WHERE p.id = import_job_chunks.import_job_id)'],
-    ['targets', 'tenant_id = connect_scope_tenant()'],
     ['job_types', 'tenant_id = connect_scope_tenant()'],
     ['tenant_sequences', 'tenant_id = connect_scope_tenant()'],
     ['job_requests', 'tenant_id = connect_scope_tenant()'],
@@ -86,6 +89,7 @@ BEGIN
       IF seq IS NOT NULL THEN EXECUTE format('GRANT USAGE ON SEQUENCE %s TO connect_tenant_scope', seq); END IF;
     END LOOP;
   END LOOP;
+  GRANT SELECT ON targets TO connect_tenant_scope;
 
   -- Login roles that read these tables before this migration (a service role of
   -- ops/postgres/service-role.sql) keep reading every tenant's rows: without this, workers running
@@ -130,5 +134,6 @@ BEGIN
     EXECUTE format('REVOKE ALL ON %I FROM connect_tenant_scope', t);
   END LOOP;
 END $$;
+REVOKE ALL ON targets FROM connect_tenant_scope;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM connect_tenant_scope;
 DROP FUNCTION connect_scope_tenant();
