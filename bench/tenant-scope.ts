@@ -1,15 +1,15 @@
-// `npm run bench:tenant-scope`: what the tenant scope (row-level security in a scoped transaction,
-// src/shared/db/tenant-scope.ts) costs the gateway's statements, against the same statements run
-// unscoped as before issue 25 (a bare pool query; a plain transaction). Runs the stores' own SQL
-// on PostgreSQL alone (no HTTP, no Kafka: they would only dilute the difference). Alternated
-// rounds; prints medians and ratios; asserts nothing. Needs PostgreSQL (DATABASE_URL).
+// `npm run bench:tenant-scope`: what the tenant scope (row-level security on connections of a
+// TenantPool, src/shared/db/tenant-scope.ts) costs the gateway's statements, against the same
+// statements run unscoped as before issue 25 (a bare pool query; a plain transaction). Runs the
+// stores' own SQL on PostgreSQL alone (no HTTP, no Kafka: they would only dilute the difference).
+// Alternated rounds; prints medians and ratios; asserts nothing. Needs PostgreSQL (DATABASE_URL).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { demo } from '../src/admin/commands/demo.js';
 import { newAppointmentId } from '../src/shared/appointments/ids.js';
 import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool, inTransaction } from '../src/shared/db/pool.js';
-import { withTenant, type TenantTx } from '../src/shared/db/tenant-scope.js';
+import { createTenantPool, type TenantTx } from '../src/shared/db/tenant-scope.js';
 import { findStatus } from '../src/gateway/appointments/store.js';
 import { findImportJob } from '../src/gateway/import-jobs/store.js';
 import { insertImportJob, type NewImportJob } from '../src/gateway/inbound/store.js';
@@ -40,21 +40,27 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 await ensureDatabase(databaseUrl);
 await migrateUp(databaseUrl);
 const pool = createPool(databaseUrl, concurrency, 'bench');
+const tenantPool = createTenantPool(databaseUrl, concurrency, 'bench-scoped');
 try {
-  const made = (await demo.run({ pool, warn: () => undefined }, { name: 'bench' })) as {
-    tenantId: string;
-    clients: Record<string, { clientId: string }>;
-  };
-  const tenantId = made.tenantId;
-  const clientId = made.clients.all!.clientId;
-  const importJobId = (
-    await pool.query<{ id: string }>(
+  /** A demo tenant with one import job: its tenant, its client and the job. */
+  const tenantWithJob = async (name: string) => {
+    const made = (await demo.run({ pool, warn: () => undefined }, { name })) as {
+      tenantId: string;
+      clients: Record<string, { clientId: string }>;
+    };
+    const clientId = made.clients.all!.clientId;
+    const { rows } = await pool.query<{ id: string }>(
       `INSERT INTO import_jobs (tenant_id, client_id, kind, source_system, request_hash, received_count,
                                 accepted_count, rejected_count, chunk_count)
        VALUES ($1, $2, 'Single', 'bench', '\\x00', 1, 1, 0, 1) RETURNING id`,
-      [tenantId, clientId],
-    )
-  ).rows[0]!.id;
+      [made.tenantId, clientId],
+    );
+    return { tenantId: made.tenantId, clientId, importJobId: rows[0]!.id };
+  };
+  const { tenantId, clientId, importJobId } = await tenantWithJob('bench');
+  // Requests of two tenants in turn: every checkout sets the tenant (the worst case of the pool).
+  const tenants = [{ tenantId, clientId, importJobId }, await tenantWithJob('bench other')];
+  let turn = 0;
   const appointmentId = newAppointmentId();
   await pool.query(
     `INSERT INTO appointment_requests (id, tenant_id, client_id, external_reference, service_type, priority, request, request_hash)
@@ -88,28 +94,33 @@ try {
     {
       name: 'read: import job status (GET import-jobs/{id})',
       unscoped: () => findImportJob(asBefore, clientId, importJobId),
-      scoped: () => withTenant(pool, tenantId, (tx) => findImportJob(tx, clientId, importJobId)),
+      scoped: () => tenantPool.run(tenantId, (tx) => findImportJob(tx, clientId, importJobId)),
     },
     {
-      // Where the cost of the scoped read comes from: its transaction (two more statements), or RLS.
-      name: 'read: import job, BEGIN/COMMIT only (no role, no RLS)',
-      unscoped: () => findImportJob(asBefore, clientId, importJobId),
-      scoped: () => inTransaction(pool, (tx) => findImportJob(tx as TenantTx, clientId, importJobId)),
+      name: 'read: import job, two tenants alternating',
+      unscoped: () => {
+        const t = tenants[turn++ % 2]!;
+        return findImportJob(asBefore, t.clientId, t.importJobId);
+      },
+      scoped: () => {
+        const t = tenants[turn++ % 2]!;
+        return tenantPool.run(t.tenantId, (tx) => findImportJob(tx, t.clientId, t.importJobId));
+      },
     },
     {
       name: 'read: appointment status + history (child policy)',
       unscoped: () => findStatus(asBefore, clientId, appointmentId),
-      scoped: () => withTenant(pool, tenantId, (tx) => findStatus(tx, clientId, appointmentId)),
+      scoped: () => tenantPool.run(tenantId, (tx) => findStatus(tx, clientId, appointmentId)),
     },
     {
       name: 'read: inventory balances (3-table join)',
       unscoped: () => listBalances(asBefore, tenantId),
-      scoped: () => withTenant(pool, tenantId, (tx) => listBalances(tx, tenantId)),
+      scoped: () => tenantPool.run(tenantId, (tx) => listBalances(tx, tenantId)),
     },
     {
       name: 'write: single-target import job (edge tx, no Kafka)',
       unscoped: () => inTransaction(pool, (tx) => insertImportJob(tx as TenantTx, job)),
-      scoped: () => withTenant(pool, tenantId, (tx) => insertImportJob(tx, job)),
+      scoped: () => tenantPool.transaction(tenantId, (tx) => insertImportJob(tx, job)),
     },
   ];
 
@@ -137,7 +148,7 @@ try {
     );
   }
 } finally {
-  await pool.end();
+  await Promise.all([pool.end(), tenantPool.end()]);
   const maintenance = new URL(serverUrl);
   maintenance.pathname = '/postgres';
   const admin = new pg.Client({ connectionString: maintenance.toString() });

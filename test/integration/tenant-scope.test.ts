@@ -1,17 +1,20 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAppointmentId } from '../../src/shared/appointments/ids.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
-import { tenantScopeRole, withTenant } from '../../src/shared/db/tenant-scope.js';
+import { createTenantPool, tenantScopeRole, type TenantPool } from '../../src/shared/db/tenant-scope.js';
 import { newWebhookEventId } from '../../src/shared/webhooks/outbox.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 // Issue 25: tenant scope that cannot be forgotten. Row-level security (migrations/0017) keyed on
-// the scoped transaction's tenant: a statement in tenant A's scope sees none of tenant B's rows
-// even without a WHERE, a scoped statement without a tenant sees nothing and writes nothing.
+// the tenant a TenantPool's connection serves: a statement in tenant A's scope sees none of tenant
+// B's rows even without a WHERE, a scoped statement without a tenant sees nothing and writes nothing.
 
 let db: TestDatabase;
+/** Unscoped, as the tables' owner: seeds, and shows what is really there. */
 let pool: Pool;
+/** One connection, so every checkout reuses the one before. */
+let scoped: TenantPool;
 
 /** The tenant a row belongs to, per scoped table: its own column, or its parent's. */
 const tenantOfRow: Record<string, string> = {
@@ -149,6 +152,7 @@ let tenantB: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   pool = createPool(db.url, 2, 'test');
+  scoped = createTenantPool(db.url, 1, 'test-scoped');
   scopedTables = (
     await pool.query<{ tablename: string }>(
       `SELECT tablename FROM pg_policies WHERE policyname = 'tenant_scope' ORDER BY tablename`,
@@ -159,7 +163,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await pool?.end();
+  await Promise.all([pool?.end(), scoped?.end()]);
   await db?.drop();
 });
 
@@ -195,9 +199,7 @@ describe('tenant scope (row-level security)', () => {
       const all = await pool.query(`SELECT ${tenantOf(table)} AS tenant FROM ${table} t`);
       expect(all.rows.map((r) => r.tenant).sort(), table).toEqual([tenantA, tenantB].sort());
       // A child row of B's would show a NULL tenant here (its parent invisible): none does.
-      const seen = await withTenant(pool, tenantA, (tx) =>
-        tx.query(`SELECT ${tenantOf(table)} AS tenant FROM ${table} t`),
-      );
+      const seen = await scoped.run(tenantA, (tx) => tx.query(`SELECT ${tenantOf(table)} AS tenant FROM ${table} t`));
       expect(
         seen.rows.map((r) => r.tenant),
         table,
@@ -216,10 +218,12 @@ describe('tenant scope (row-level security)', () => {
 
   it("in A's scope, B's rows cannot be written, changed or deleted", async () => {
     const write = (sql: string) =>
-      withTenant(pool, tenantA, (tx) => tx.query(sql)).then(
-        (r) => ({ rowCount: r.rowCount }),
-        (err: { code?: string }) => ({ code: err.code }),
-      );
+      scoped
+        .transaction(tenantA, (tx) => tx.query(sql))
+        .then(
+          (r) => ({ rowCount: r.rowCount }),
+          (err: { code?: string }) => ({ code: err.code }),
+        );
     expect(await write(`INSERT INTO job_types (tenant_id, code, name) VALUES ('${tenantB}', 'U', 'U')`)).toEqual({
       code: '42501',
     });
@@ -235,36 +239,63 @@ describe('tenant scope (row-level security)', () => {
 
   it('the scope has no access to what authentication reads across tenants', async () => {
     for (const table of ['integration_clients', 'api_keys', 'api_key_scopes']) {
-      const seen = await withTenant(pool, tenantA, (tx) => tx.query(`SELECT * FROM ${table}`)).catch(
-        (err: { code?: string }) => err.code,
-      );
+      const seen = await scoped
+        .run(tenantA, (tx) => tx.query(`SELECT * FROM ${table}`))
+        .catch((err: { code?: string }) => err.code);
       expect(seen, table).toBe('42501'); // permission denied
     }
   });
 
-  it('ends with its transaction: the connection goes back to the pool as its own role, with no tenant', async () => {
-    const own = (await pool.query('SELECT current_user AS u')).rows[0].u;
-    const inside = await withTenant(
-      pool,
-      tenantA,
-      async (tx) => (await tx.query('SELECT current_user AS u')).rows[0].u,
-    );
-    expect(inside).toBe(tenantScopeRole);
-    await expect(withTenant(pool, tenantA, () => Promise.reject(new Error('fails')))).rejects.toThrow('fails');
-    const clients = await Promise.all([pool.connect(), pool.connect()]); // both of the pool's connections
-    try {
-      for (const c of clients) {
-        const { rows } = await c.query(
-          `SELECT current_user AS u, coalesce(current_setting('connect.tenant_id', true), '') AS tenant`,
+  it("a connection that served tenant A serves tenant B without any of A's rows, even after a rollback", async () => {
+    const seen = (tenant: string) =>
+      scoped.run(tenant, async (tx) => {
+        const { rows } = await tx.query(
+          `SELECT pg_backend_pid() AS pid, current_user AS role, array_agg(DISTINCT tenant_id) AS tenants FROM job_types`,
         );
-        expect(rows[0]).toEqual({ u: own, tenant: '' });
+        return rows[0] as { pid: number; role: string; tenants: string[] };
+      });
+    const first = await seen(tenantA);
+    expect(first).toMatchObject({ role: tenantScopeRole, tenants: [tenantA] });
+    expect(await seen(tenantB)).toEqual({ ...first, tenants: [tenantB] }); // the same connection
+    // What a failed transaction changed goes with it: the connection keeps its scope and tenant.
+    await expect(
+      scoped.transaction(tenantA, async (tx) => {
+        await tx.query('RESET ROLE');
+        await tx.query(`SELECT set_config('connect.tenant_id', $1, false)`, [tenantB]);
+        throw new Error('fails');
+      }),
+    ).rejects.toThrow('fails');
+    expect(await seen(tenantA)).toEqual(first);
+    expect(await seen(tenantB)).toEqual({ ...first, tenants: [tenantB] });
+  });
+
+  it('a connection whose scope cannot be set is closed, never handed out unscoped', async () => {
+    // A login role that may not take the scope role (what a DATABASE_URL user without the grant is).
+    const role = `connect_test_${randomBytes(4).toString('hex')}`;
+    await pool.query(`CREATE ROLE ${role} LOGIN`);
+    const url = new URL(db.url);
+    url.username = role;
+    const refused = createTenantPool(url.toString(), 1, 'test-refused');
+    try {
+      for (let i = 0; i < 2; i++) {
+        await expect(
+          refused.run(tenantA, (tx) => tx.query('SELECT count(*) FROM tenants')),
+          'setup, not the statement, fails',
+        ).rejects.toMatchObject({ code: '42501', message: expect.stringContaining('set role') });
       }
+      await expect
+        .poll(
+          async () =>
+            (await pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1', [role])).rows[0].n,
+        )
+        .toBe(0);
     } finally {
-      for (const c of clients) c.release();
+      await refused.end();
+      await pool.query(`DROP ROLE ${role}`);
     }
   });
 
   it('refuses a tenant id that is not a UUID before it reaches PostgreSQL', async () => {
-    await expect(withTenant(pool, "x'; RESET ROLE; --", async () => 1)).rejects.toThrow('is not a tenant id');
+    await expect(scoped.run("x'; RESET ROLE; --", async () => 1)).rejects.toThrow('is not a tenant id');
   });
 });

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { appointmentRequestSchema } from '../../shared/appointments/request-schema.js';
 import { maxLeadDays } from '../../shared/appointments/business-rules.js';
 import { cancellableStatuses } from '../../shared/appointments/statuses.js';
-import { withTenant } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { parseOrThrow } from '../http/validate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
@@ -91,9 +90,7 @@ export function appointmentRoutes(deps: Deps): RouteDefinition[] {
       errorDescriptions: { 404: notFound404 },
       responses: { 200: { description: 'The appointment request', schema: appointmentRecordSchema } },
       async handler({ params, client }) {
-        const record = await withTenant(deps.pool, client.tenantId, (tx) =>
-          findRequest(tx, client.clientId, params.id),
-        );
+        const record = await deps.tenantPool.run(client.tenantId, (tx) => findRequest(tx, client.clientId, params.id));
         if (!record) throw notFound(`Appointment request ${params.id}`);
         return { status: 200, body: record };
       },
@@ -113,7 +110,7 @@ export function appointmentRoutes(deps: Deps): RouteDefinition[] {
       errorDescriptions: { 404: notFound404 },
       responses: { 200: { description: 'Status and history', schema: appointmentStatusViewSchema } },
       async handler({ params, client }) {
-        const view = await withTenant(deps.pool, client.tenantId, (tx) => findStatus(tx, client.clientId, params.id));
+        const view = await deps.tenantPool.run(client.tenantId, (tx) => findStatus(tx, client.clientId, params.id));
         if (!view) throw notFound(`Appointment request ${params.id}`);
         return { status: 200, body: view };
       },

@@ -1,19 +1,20 @@
 import type { Config } from '../../shared/config.js';
-import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import type { Pool } from '../../shared/db/pool.js';
 import { isConnectionError } from '../../shared/db/errors.js';
-import { beginTenantScope, type TenantTx } from '../../shared/db/tenant-scope.js';
+import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { lockEdgeRecord } from '../../shared/edge-lock.js';
 import { busy, unavailable, type AppError } from '../../shared/errors.js';
 import type { MessageBus, OutboundMessage } from '../../shared/kafka/bus.js';
 import { causeOfEdgeWait, edgeTransactionsOf } from './edge-wait.js';
 
 /**
- * What a write operation needs. Two pools, so writes cannot starve reads: `edgePool` holds the
- * connections that wait for Kafka's acknowledgement inside an edge transaction (at most
- * KAFKA_PRODUCE_TIMEOUT_MS each); `pool` serves everything else (reads, authentication, rate
- * limits, health, short synchronous writes).
+ * What a write operation needs. Separate pools, so writes cannot starve reads: `edgePool` holds
+ * the connections that wait for Kafka's acknowledgement inside an edge transaction (at most
+ * KAFKA_PRODUCE_TIMEOUT_MS each); `tenantPool` serves the tenant's reads and short synchronous
+ * writes; `pool` what works across tenants (authentication, rate limits, health). Both tenant
+ * pools are scoped (shared/db/tenant-scope.ts).
  */
-export type WriteDeps = { pool: Pool; edgePool: Pool; bus: MessageBus; config: Config };
+export type WriteDeps = { pool: Pool; tenantPool: TenantPool; edgePool: TenantPool; bus: MessageBus; config: Config };
 
 export type EdgeWrite<T> = {
   result: T;
@@ -53,16 +54,18 @@ export async function recordThenProduce<T>(
   if (!deps.bus.available()) throw unavailable('Kafka', kafkaRetryAfterSeconds);
   const transactions = edgeTransactionsOf(deps.edgePool);
   const waitStarted = performance.now();
-  let tx: PoolClient;
+  let tx: TenantTx;
   try {
-    tx = await deps.edgePool.connect();
+    tx = await deps.edgePool.connect(tenantId);
   } catch {
     throw noConnection(deps, waitStarted);
   }
   const state = transactions.begin();
   let phase: 'postgres' | 'kafka' = 'postgres';
+  let broken: Error | undefined;
   try {
-    const { result, produce } = await write(await beginTenantScope(tx, tenantId));
+    await tx.query('BEGIN');
+    const { result, produce } = await write(tx);
     if (produce) {
       await lockEdgeRecord(tx, produce.recordId);
       phase = 'kafka';
@@ -75,13 +78,13 @@ export async function recordThenProduce<T>(
     state.committed();
     return result;
   } catch (err) {
-    await tx.query('ROLLBACK').catch(() => undefined);
+    await tx.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
     if (phase === 'kafka') throw unavailable('Kafka', kafkaRetryAfterSeconds);
     if (isConnectionError(err)) throw unavailable('PostgreSQL');
     throw err;
   } finally {
     state.release();
-    tx.release();
+    tx.release(broken);
   }
 }
 
@@ -89,7 +92,7 @@ export async function recordThenProduce<T>(
 function noConnection(deps: Pick<WriteDeps, 'edgePool' | 'bus'>, waitStarted: number): AppError {
   const cause = causeOfEdgeWait({
     kafkaAvailable: deps.bus.available(),
-    max: deps.edgePool.options.max,
+    max: deps.edgePool.max,
     ...edgeTransactionsOf(deps.edgePool).snapshot(waitStarted),
   });
   if (cause === 'Kafka') return unavailable('Kafka', kafkaRetryAfterSeconds);

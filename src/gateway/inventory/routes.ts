@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { Pool } from '../../shared/db/pool.js';
-import { withTenant, type TenantTx } from '../../shared/db/tenant-scope.js';
+import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { inventoryBalanceSchema, inventoryItemSchema, inventoryLocationSchema } from './schemas.js';
 import { listBalances, listItems, listLocations } from './store.js';
@@ -11,7 +10,7 @@ const list = (
   summary: string,
   schema: z.ZodType,
   load: (tx: TenantTx, tenantId: string) => Promise<unknown[]>,
-  pool: Pool,
+  pool: TenantPool,
 ) =>
   defineRoute({
     method: 'get',
@@ -24,11 +23,11 @@ const list = (
     responses: { 200: { description: summary, schema: z.array(schema) } },
     handler: async ({ client }) => ({
       status: 200,
-      body: await withTenant(pool, client.tenantId, (tx) => load(tx, client.tenantId)),
+      body: await pool.run(client.tenantId, (tx) => load(tx, client.tenantId)),
     }),
   });
 
-export const inventoryRoutes = (pool: Pool): RouteDefinition[] => [
+export const inventoryRoutes = (pool: TenantPool): RouteDefinition[] => [
   list(
     '/api/v1/connect/inventory/items',
     'listInventoryItems',

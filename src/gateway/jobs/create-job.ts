@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { withTenant, type TenantTx } from '../../shared/db/tenant-scope.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import { AppError, unavailable, type FieldErrors } from '../../shared/errors.js';
 import { jobMessageType, jobMessageVersion, type JobPayload } from '../../shared/jobs/job-message.js';
 import type { CreateJobRequest } from '../../shared/jobs/job.js';
@@ -85,7 +85,7 @@ export async function createJob(
   // A replay or a refusal needs no number; checked outside the transaction, then again inside.
   let jobNumber: string | null = null;
   // null: an earlier request with this key or external id exists.
-  const errors = await withTenant(deps.pool, client.tenantId, async (tx) =>
+  const errors = await deps.tenantPool.run(client.tenantId, async (tx) =>
     (await findJobRequest(tx, client.tenantId, key, body.externalId))
       ? null
       : unprocessable(tx, client.tenantId, body, Date.now()),
@@ -95,7 +95,7 @@ export async function createJob(
       throw new AppError('unprocessable', 'The job cannot be created as requested.', errors);
     }
     if (!deps.bus.available()) throw unavailable('Kafka', 5); // before a number is spent
-    jobNumber = await withTenant(deps.pool, client.tenantId, (tx) => nextJobNumber(tx, client.tenantId));
+    jobNumber = await deps.tenantPool.run(client.tenantId, (tx) => nextJobNumber(tx, client.tenantId));
   }
 
   return recordThenProduce<CreateJobAnswer>(deps, client.tenantId, async (tx) => {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool } from '../../shared/db/pool.js';
-import { withTenant, type TenantTx } from '../../shared/db/tenant-scope.js';
+import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import { quantityDecimals } from '../../shared/materials/usage.js';
@@ -188,11 +187,11 @@ export function recordMaterialUsage(
 
 /** GET: the work order's usages, Pending ones included (read-your-writes). */
 export async function listMaterialUsages(
-  pool: Pool,
+  pool: TenantPool,
   tenantId: string,
   ref: WorkOrderRef,
 ): Promise<WorkOrderMaterialUsageDto[]> {
-  return withTenant(pool, tenantId, async (tx) => {
+  return pool.run(tenantId, async (tx) => {
     const workOrder = await resolveWorkOrder(tx, tenantId, ref);
     return loadUsages(tx, tenantId, { workOrderId: workOrder.id });
   });

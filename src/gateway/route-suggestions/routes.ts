@@ -1,6 +1,5 @@
 import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
-import { withTenant } from '../../shared/db/tenant-scope.js';
+import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { defaultServiceMinutes, isTimeZone, maxTargets, RouteInputError } from '../../routing/index.js';
 import { importJobIdParamsSchema } from '../import-jobs/schemas.js';
@@ -20,7 +19,7 @@ const method =
   `refused (400, fieldErrors.targets) before any of its targets is read; all other work (window conversion ` +
   `included) runs in a worker thread, within the budget.`;
 
-export const routeSuggestionRoutes = (pool: Pool, config: Config, memory: MemoryBudget): RouteDefinition[] => [
+export const routeSuggestionRoutes = (pool: TenantPool, config: Config, memory: MemoryBudget): RouteDefinition[] => [
   defineRoute({
     method: 'post',
     path: '/api/v1/import-jobs/{id}/route-suggestion',
@@ -73,7 +72,7 @@ export const routeSuggestionRoutes = (pool: Pool, config: Config, memory: Memory
     errorStatuses: [404],
     responses: { 200: { description: 'The draft', schema: routeSuggestionSchema } },
     async handler({ params, client }) {
-      const found = await withTenant(pool, client.tenantId, (tx) => findSuggestion(tx, client.clientId, params.id));
+      const found = await pool.run(client.tenantId, (tx) => findSuggestion(tx, client.clientId, params.id));
       if (!found) throw notFound(`Route suggestion ${params.id}`);
       return { status: 200, body: found };
     },
