@@ -260,7 +260,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       await cluster.kill(leader);
       load.markDown();
       materials.send('cluster-usage-kill');
-      // Until Kafka elects new leaders for its partitions (seconds), writes to the others go on.
+      // Until Kafka fences the dead broker and elects new leaders for its partitions (seconds).
       const moved = await waitFor(
         async () => !(await stillLeads(cluster.plaintextBrokers, [...writeTopics.inbound, writeTopics.jobs], leader)),
         120_000,
@@ -305,9 +305,9 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       expect.soft(dlqReplication, `replication of ${inbound}.dlq`).toEqual({ replicas: [3], minInsyncReplicas: '2' });
       expect.soft(servedWithoutIt, `writes acknowledged with broker ${leader} SIGKILLed`).toBe(true);
       expect.soft(moved, `broker ${leader}'s partitions got new leaders`).toBe(true);
-      // Not asserted yet (issue 29, open): writes to partitions of live leaders acknowledged before
-      // the lost ones had new leaders were 0 before and after per-partition send queues; kafkajs
-      // holds them. The figure is printed above (failover-figures.ts).
+      // Writes to partitions of live leaders wait as long as the lost ones: with acks=all the dead
+      // broker holds every partition it replicates until the cluster fences it, whatever the client
+      // (npm run bench:failover). The figure is printed above (failover-figures.ts), not asserted.
       expect.soft(resumed, `every worker kind applied again after the kill: ${JSON.stringify(applied)}`).toBe(true);
       expect.soft(recovered, 'writes acknowledged after it came back').toBe(true);
       expect.soft(caughtUp, `broker ${leader} back in the in-sync replicas of every partition`).toBe(true);
