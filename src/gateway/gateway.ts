@@ -34,14 +34,10 @@ export async function startGateway(
   });
   const metrics = createGatewayMetrics();
   const bus = createKafkaBus({
-    brokers: config.kafka.brokers,
+    ...config.kafka,
     clientId: `${config.kafka.clientId}-gateway`,
-    produceTimeoutMs: config.kafka.produceTimeoutMs,
-    maxPendingBytes: config.kafka.maxPendingBytes,
     logger,
     onProduceError: (topic) => metrics.kafkaProduceError(topic),
-    security: config.kafka.security,
-    manageTopics: config.kafka.manageTopics,
   });
   bus.declareTopics(allTopics(config.kafka));
   try {

@@ -49,15 +49,7 @@ export async function startWorkers(
   const pool = createPool(config.database.url, config.database.poolMax, 'connect-workers', {
     onConnectionError: (err) => logger.warn({ err }, 'postgres connection failed'),
   });
-  const bus = createKafkaBus({
-    brokers: config.kafka.brokers,
-    clientId: `${config.kafka.clientId}-workers`,
-    produceTimeoutMs: config.kafka.produceTimeoutMs,
-    maxPendingBytes: config.kafka.maxPendingBytes,
-    logger,
-    security: config.kafka.security,
-    manageTopics: config.kafka.manageTopics,
-  });
+  const bus = createKafkaBus({ ...config.kafka, clientId: `${config.kafka.clientId}-workers`, logger });
   const consumerKinds = kinds.filter((kind): kind is WorkerKind => !isPolling(kind));
   const groupIdOf = (kind: WorkerKind) => `${config.kafka.topicPrefix}${kind.groupId}`;
   let state: WorkersState = 'starting';
