@@ -249,11 +249,11 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       // down), one once it is back (acknowledged): each usage booked once or not at all.
       materials.send('cluster-usage-during');
 
-      const inbound = `${s.config.kafkaTopicPrefix}inbound.targets`;
+      const inbound = `${s.config.kafka.topicPrefix}inbound.targets`;
       const topicReplication = await replication(inbound);
       const dlqReplication = await replication(`${inbound}.dlq`);
       const leader = await busiestLeader(inbound);
-      const writeTopics = { inbound: [inbound, `${inbound}.express`], jobs: `${s.config.kafkaTopicPrefix}jobs` };
+      const writeTopics = { inbound: [inbound, `${inbound}.express`], jobs: `${s.config.kafka.topicPrefix}jobs` };
       const leaders = await leadersOf(cluster.plaintextBrokers, [...writeTopics.inbound, writeTopics.jobs]);
 
       const fault = load.faultStart();
@@ -333,7 +333,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       load.start();
       const warm = await load.waitForAcks(30, 0, 120_000);
       // The group the load feeds without pause (its writes keep coming while the broker is away).
-      const groupId = `${s.config.kafkaTopicPrefix}jobs`;
+      const groupId = `${s.config.kafka.topicPrefix}jobs`;
       const coordinator = await coordinatorOf(cluster.plaintextBrokers, groupId);
 
       const fault = load.faultStart();

@@ -12,7 +12,7 @@ import { causeOfEdgeWait, edgeTransactionsOf } from './edge-wait.js';
  * KAFKA_PRODUCE_TIMEOUT_MS each); `pool` serves everything else (reads, authentication, rate
  * limits, health, short synchronous writes).
  */
-export type WriteDeps = { pool: Pool; edgePool: Pool; bus: MessageBus; config: Config };
+export type WriteDeps = { pool: Pool; edgePool: Pool; bus: MessageBus; config: Pick<Config, 'kafka' | 'inbound'> };
 
 export type EdgeWrite<T> = {
   result: T;

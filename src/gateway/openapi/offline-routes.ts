@@ -23,7 +23,7 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
   const config = loadConfig({ ...env, DATABASE_URL: nowhere, KAFKA_BROKERS: '127.0.0.1:1' });
   const logger = createLogger('silent', 'openapi');
   const pool = createPool(nowhere, 1, 'openapi');
-  const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: 'openapi', logger });
+  const bus = createKafkaBus({ brokers: config.kafka.brokers, clientId: 'openapi', logger });
   const unused = (): never => {
     throw new Error('not available while printing the document');
   };
