@@ -89,7 +89,7 @@ const childEnv: NodeJS.ProcessEnv = {
   LOG_LEVEL: 'warn',
 };
 const serviceConfig = loadConfig(childEnv);
-const brokers = serviceConfig.kafkaBrokers;
+const brokers = serviceConfig.kafka.brokers;
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const finalStatuses = new Set(['Completed', 'CompletedWithErrors', 'Failed']);
@@ -393,8 +393,8 @@ async function run() {
     machine: machineFacts(loadAtStart),
     options: opts,
     service: {
-      workerApplyConcurrency: serviceConfig.workerApplyConcurrency,
-      topicPartitions: serviceConfig.kafkaTopicPartitions,
+      workerApplyConcurrency: serviceConfig.workers.applyConcurrency,
+      topicPartitions: serviceConfig.kafka.topicPartitions,
     },
     quiet,
     backlog,

@@ -122,8 +122,8 @@ const serviceConfig = loadConfig({
   KAFKA_BROKERS: brokersEnv,
   KAFKA_TOPIC_PREFIX: topicPrefix,
 });
-const brokers = serviceConfig.kafkaBrokers;
-const topic = topicNames(serviceConfig).inboundTargets;
+const brokers = serviceConfig.kafka.brokers;
+const topic = topicNames(serviceConfig.kafka).inboundTargets;
 const csvPath = join(tmpdir(), `bench-inbound-${runId}.csv`);
 
 const childEnv: NodeJS.ProcessEnv = {
@@ -398,7 +398,7 @@ async function run() {
   let probe: Record<string, unknown> | null = null;
   if (opts.probe) {
     log(
-      `P: ${opts.probeRequests} batches, ${opts.probeConcurrency} concurrent (in-flight limit ${serviceConfig.inboundMaxInFlight})`,
+      `P: ${opts.probeRequests} batches, ${opts.probeConcurrency} concurrent (in-flight limit ${serviceConfig.inbound.maxInFlight})`,
     );
     const before = readMemory(gateway.pid);
     const reset = resetPeak(gateway.pid);
@@ -423,7 +423,7 @@ async function run() {
     const pMem = memP.stop();
     probe = {
       concurrency: opts.probeConcurrency,
-      inFlightLimit: serviceConfig.inboundMaxInFlight,
+      inFlightLimit: serviceConfig.inbound.maxInFlight,
       requests: p.requests,
       statuses: p.statuses,
       retryAfter: p.retryAfter,
@@ -481,8 +481,8 @@ async function run() {
       brokers,
       brokerPid: broker,
       topic,
-      partitions: serviceConfig.kafkaTopicPartitions,
-      chunkMaxBytes: serviceConfig.inboundChunkMaxBytes,
+      partitions: serviceConfig.kafka.topicPartitions,
+      chunkMaxBytes: serviceConfig.inbound.chunkMaxBytes,
     },
     a0: {
       ...a0,
@@ -638,7 +638,7 @@ async function run() {
   if (probe) {
     const st = probe.statuses as Record<string, number>;
     rows.push([
-      `P  ${opts.probeConcurrency} concurrent > limit ${serviceConfig.inboundMaxInFlight}`,
+      `P  ${opts.probeConcurrency} concurrent > limit ${serviceConfig.inbound.maxInFlight}`,
       `${st['200'] ?? 0} × 200, ${st['503'] ?? 0} × 503`,
       'answers',
       `Retry-After on ${probe.retryAfter}; peak ${fmt(probe.peakRssMiB as number)} MiB`,
@@ -789,7 +789,7 @@ async function applyPhase(
     workerCpuSeconds: round(workerCpu, 2),
     workerRssMiB: round(workerMem?.hwmMiB ?? NaN, 0),
     workerPeakFrom: peakReset ? 'VmHWM (reset when the workers ran, before applying)' : 'VmHWM (since start)',
-    applyMs: chunkApplyStats(runner.output(), seconds, serviceConfig.workerApplyConcurrency),
+    applyMs: chunkApplyStats(runner.output(), seconds, serviceConfig.workers.applyConcurrency),
     /** worker_inbound_chunks_total by outcome: copied, upserted, duplicate, orphan. */
     chunks,
     cpu: phaseCpuUsed,

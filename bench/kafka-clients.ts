@@ -32,7 +32,7 @@ const opts = {
 const repoRoot = new URL('..', import.meta.url).pathname;
 if (!process.env.KAFKA_BROKERS) execFileSync(`${repoRoot}scripts/kafka`, ['up'], { stdio: 'inherit' });
 const config = loadConfig({ ...process.env, DATABASE_URL: 'postgres://unused@127.0.0.1:1/unused' });
-const brokers = config.kafkaBrokers;
+const brokers = config.kafka.brokers;
 const runId = randomBytes(4).toString('hex');
 const topic = `bench-clients-${runId}`;
 
@@ -43,7 +43,7 @@ type Client = { name: string; send(batch: number): Promise<void>; close(): Promi
 function buildBatches(): Message[][] {
   return Array.from({ length: opts.batches }, (_, i) => {
     const items = batchTargets(runId, 'k', i, opts.batchSize).map((target, index) => ({ index, target }));
-    const chunks = cutIntoChunks(items, config.inboundChunkMaxBytes);
+    const chunks = cutIntoChunks(items, config.inbound.chunkMaxBytes);
     const meta = { tenantId: randomUUID(), clientId: randomUUID(), requestId: `k${i}`, correlationId: `k${i}` };
     return chunkMessages(String(1_000_000 + i), benchSourceSystem, chunks, meta).map((m) => ({
       key: m.key,
@@ -112,7 +112,7 @@ const median = (rounds: Round[]) =>
 
 const admin = new Kafka({ clientId: `bench-admin-${runId}`, brokers, logLevel: logLevel.NOTHING }).admin();
 await admin.connect();
-await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: config.kafkaTopicPartitions }] });
+await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: config.kafka.topicPartitions }] });
 try {
   const batches = buildBatches();
   const clients = [await kafkajsClient(batches), await platformaticClient(batches)];

@@ -79,7 +79,7 @@ dbUrl.pathname = `/connect_bench_noisy_${runId}`;
 const databaseUrl = dbUrl.toString();
 const brokersEnv = process.env.KAFKA_BROKERS || '127.0.0.1:9092';
 const topicPrefix = `bench-noisy-${runId}.`;
-const brokers = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokersEnv }).kafkaBrokers;
+const brokers = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokersEnv }).kafka.brokers;
 const childEnv: NodeJS.ProcessEnv = {
   ...process.env,
   DATABASE_URL: databaseUrl,
@@ -91,7 +91,7 @@ const childEnv: NodeJS.ProcessEnv = {
   GATEWAY_MEMORY_BUDGET_BYTES: process.env.GATEWAY_MEMORY_BUDGET_BYTES || String(opts.worstBudgetBytes),
 };
 /** The abuser's share (the gateway's UPLOAD_BYTES_PER_SECOND, from the environment or its default). */
-const uploadQuota = loadConfig(childEnv).uploadBytesPerSecond;
+const uploadQuota = loadConfig(childEnv).limits.uploadBytesPerSecond;
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -47,20 +47,20 @@ export type ProducerResult = RoundResult & { rounds: number[] };
 async function main() {
   const p = JSON.parse(process.env.BENCH_PRODUCER_PARAMS ?? '') as ProducerParams;
   const config = loadConfig(process.env);
-  const topic = topicNames(config).inboundTargets;
+  const topic = topicNames(config.kafka).inboundTargets;
   const bus = createKafkaBus({
-    brokers: config.kafkaBrokers,
-    clientId: `${config.kafkaClientId}-bench-a0`,
-    produceTimeoutMs: config.kafkaProduceTimeoutMs,
-    logger: createLogger(config.logLevel, 'bench-a0'),
+    brokers: config.kafka.brokers,
+    clientId: `${config.kafka.clientId}-bench-a0`,
+    produceTimeoutMs: config.kafka.produceTimeoutMs,
+    logger: createLogger(config.service.logLevel, 'bench-a0'),
   });
-  bus.declareTopics(allTopics(config));
+  bus.declareTopics(allTopics(config.kafka));
 
   // Job ids far above the real ones; nothing consumes these messages (the orchestrator moves the
   // workers' group offsets past them before phase A).
   const build = (tag: string, i: number): OutboundMessage[] => {
     const items = batchTargets(p.runId, tag, i, p.batchSize).map((target, index) => ({ index, target }));
-    const chunks = cutIntoChunks(items, config.inboundChunkMaxBytes);
+    const chunks = cutIntoChunks(items, config.inbound.chunkMaxBytes);
     const importJobId = String(9_000_000_000 + i + (tag.endsWith('w') ? 1_000_000 : 0));
     const meta = {
       tenantId: p.tenantId,

@@ -80,7 +80,7 @@ export async function runWorstPhase(d: WorstPhaseDeps) {
     d.log('worst: the victim alone on this gateway');
     const quiet = await d.measure(base, d.victimKey, d.phaseSeconds);
 
-    const floods = Math.max(d.floods, config.inboundMaxInFlight);
+    const floods = Math.max(d.floods, config.inbound.maxInFlight);
     const params: AbuserParams = {
       url: base,
       apiKey: d.abuserKey,
@@ -89,7 +89,7 @@ export async function runWorstPhase(d: WorstPhaseDeps) {
       trickles: d.trickles,
       mode: 'worst',
       routeJobId,
-      routeConnections: d.draftConnections ?? 2 * config.routeSuggestionMaxInFlight,
+      routeConnections: d.draftConnections ?? 2 * config.routeSuggestions.maxInFlight,
     };
     d.log(
       `worst: ${floods} floods, ${d.trickles} trickles, ${params.routeConnections} drafts; budget ${budgetBytes} bytes`,

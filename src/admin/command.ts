@@ -7,7 +7,7 @@ export type Context = {
   /** One line on stderr; stdout carries only the command's JSON result. */
   warn(message: string): void;
   /** Kafka (KAFKA_* settings), connected on first call; only commands that need it call it. */
-  kafka?: () => { bus: MessageBus; config: Config };
+  kafka?: () => { bus: MessageBus; kafka: Config['kafka'] };
 };
 
 /** One CLI command: parse runs before any database work, so usage errors never connect. */

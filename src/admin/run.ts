@@ -138,20 +138,20 @@ export async function runAdmin(argv: string[], io: Io): Promise<number> {
     return 1;
   }
 
-  const databaseUrl = config.databaseUrl;
+  const databaseUrl = config.database.url;
   const pool = createPool(databaseUrl, 2, 'connect-admin');
   let bus: MessageBus | undefined;
   const kafka = () => {
     bus ??= createKafkaBus({
-      brokers: config.kafkaBrokers,
-      clientId: `${config.kafkaClientId}-admin`,
-      produceTimeoutMs: config.kafkaProduceTimeoutMs,
+      brokers: config.kafka.brokers,
+      clientId: `${config.kafka.clientId}-admin`,
+      produceTimeoutMs: config.kafka.produceTimeoutMs,
       // The command reports its own failure in one line; kafkajs's retries would bury it.
       logger: createLogger('silent', 'connect-admin', io.stderr),
-      security: config.kafkaSecurity,
+      security: config.kafka.security,
       manageTopics: false,
     });
-    return { bus, config };
+    return { bus, kafka: config.kafka };
   };
   // An idle client that loses its connection emits 'error'; the command's own query reports it.
   pool.on('error', () => undefined);

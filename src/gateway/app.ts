@@ -64,21 +64,21 @@ export function allRoutes(
   deps: AppDeps,
   oauth: OAuth = createOAuth({ ...deps, keyRecords: createKeyRecords(deps.pool) }),
 ): RouteDefinition[] {
-  const check = createDependencyChecks(deps.pool, deps.bus, deps.config.healthCheckTimeoutMs);
+  const check = createDependencyChecks(deps.pool, deps.bus, deps.config.service.healthCheckTimeoutMs);
   deps.metrics.watchDependencies(check);
   let document: unknown;
   const routes: RouteDefinition[] = [
     ...healthRoutes(check),
     ...inventoryRoutes(deps.tenantPool),
     ...inboundRoutes(deps, deps.batchPreparer),
-    ...importJobRoutes(deps.tenantPool, deps.config),
+    ...importJobRoutes(deps.tenantPool, deps.config.inbound),
     ...jobRoutes(deps),
-    ...routeSuggestionRoutes(deps.tenantPool, deps.config, deps.memory),
+    ...routeSuggestionRoutes(deps.tenantPool, deps.config.routeSuggestions, deps.memory),
     ...materialRoutes(deps),
     ...oauth.routes(),
     ...appointmentRoutes(deps),
-    ...webhookEndpointRoutes(deps.pool, deps.config),
-    ...eventRoutes(deps.pool, deps.config, deps.eventWaits),
+    ...webhookEndpointRoutes(deps.pool, deps.config.webhooks),
+    ...eventRoutes(deps.pool, deps.config.events, deps.eventWaits),
     ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,
@@ -86,13 +86,16 @@ export function allRoutes(
       accepting: deps.accepting,
       openApiDocument: () =>
         (document ??= buildOpenApiDocument(routes, {
-          rateLimitPerMinute: deps.config.rateLimitPerMinute,
-          bodyLimitBytes: deps.config.bodyLimitBytes,
-          bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
-          inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
-          inFlightTenantSharePercent: deps.config.inFlightTenantSharePercent,
-          uploadWindow: uploadWindow(deps.config.uploadBytesPerSecond, largestBody(routes, deps.config.bodyLimitBytes)),
-          topicPartitions: deps.config.kafkaTopicPartitions,
+          rateLimitPerMinute: deps.config.limits.rateLimitPerMinute,
+          bodyLimitBytes: deps.config.http.bodyLimitBytes,
+          bodyReadTimeoutMs: deps.config.http.bodyReadTimeoutMs,
+          inFlightClientSharePercent: deps.config.limits.inFlightClientSharePercent,
+          inFlightTenantSharePercent: deps.config.limits.inFlightTenantSharePercent,
+          uploadWindow: uploadWindow(
+            deps.config.limits.uploadBytesPerSecond,
+            largestBody(routes, deps.config.http.bodyLimitBytes),
+          ),
+          topicPartitions: deps.config.kafka.topicPartitions,
         })),
     }),
     ...docsRoutes(),
@@ -104,7 +107,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
   // Behind TRUSTED_PROXIES proxies that each append the address they saw to X-Forwarded-For, the
   // client's address is the entry that many from the right (ctx.ip); entries further left are the
   // client's own say. With 0 the header is ignored and ctx.ip is the TCP peer.
-  const trustedProxies = deps.config.trustedProxies;
+  const trustedProxies = deps.config.http.trustedProxies;
   const app = new Koa<GatewayState>({
     proxy: trustedProxies > 0,
     proxyIpHeader: 'X-Forwarded-For',
@@ -115,23 +118,23 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
   const oauth = createOAuth({ ...deps, keyRecords });
   const routes = allRoutes(deps, oauth);
   const router = buildRouter(routes, {
-    authenticate: createApiKeyAuthenticator(keyRecords, deps.config.authCacheTtlMs),
+    authenticate: createApiKeyAuthenticator(keyRecords, deps.config.auth.cacheTtlMs),
     authenticateAccessToken: oauth.authenticate,
-    rateLimit: createRateLimiter(deps.pool, deps.config.rateLimitLeaseMax),
-    defaultRateLimitPerMinute: deps.config.rateLimitPerMinute,
-    bodyLimitBytes: deps.config.bodyLimitBytes,
-    bodyReadTimeoutMs: deps.config.bodyReadTimeoutMs,
+    rateLimit: createRateLimiter(deps.pool, deps.config.limits.rateLimitLeaseMax),
+    defaultRateLimitPerMinute: deps.config.limits.rateLimitPerMinute,
+    bodyLimitBytes: deps.config.http.bodyLimitBytes,
+    bodyReadTimeoutMs: deps.config.http.bodyReadTimeoutMs,
     uploadQuota: createUploadQuota(
       {
-        clientBytesPerSecond: deps.config.uploadBytesPerSecond,
-        tenantBytesPerSecond: deps.config.uploadBytesPerSecondPerTenant,
-        largestBodyBytes: largestBody(routes, deps.config.bodyLimitBytes),
+        clientBytesPerSecond: deps.config.limits.uploadBytesPerSecond,
+        tenantBytesPerSecond: deps.config.limits.uploadBytesPerSecondPerTenant,
+        largestBodyBytes: largestBody(routes, deps.config.http.bodyLimitBytes),
       },
       deps.pool,
     ),
-    inFlightClientSharePercent: deps.config.inFlightClientSharePercent,
-    inFlightTenantSharePercent: deps.config.inFlightTenantSharePercent,
-    authFailuresPerMinute: deps.config.authFailuresPerMinute,
+    inFlightClientSharePercent: deps.config.limits.inFlightClientSharePercent,
+    inFlightTenantSharePercent: deps.config.limits.inFlightTenantSharePercent,
+    authFailuresPerMinute: deps.config.auth.failuresPerMinute,
     memory: deps.memory,
   });
   // Once stopping, every response ends its connection: server.close() waits for open connections,

@@ -29,31 +29,27 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const onConnectionError = (err: Error) => logger.warn({ err }, 'postgres connection failed');
   // Separate budgets (see WriteDeps): connections waiting for Kafka never starve reads.
-  const sizes = splitPoolMax(config.databasePoolMax);
-  const pool = createPool(config.databaseUrl, sizes.shared, 'connect-gateway', { onConnectionError });
-  const tenantPool = createTenantPool(config.databaseUrl, sizes.tenant, 'connect-gateway-tenant', {
+  const sizes = splitPoolMax(config.database.poolMax);
+  const pool = createPool(config.database.url, sizes.shared, 'connect-gateway', { onConnectionError });
+  const tenantPool = createTenantPool(config.database.url, sizes.tenant, 'connect-gateway-tenant', {
     onConnectionError,
   });
-  const edgePool = createTenantPool(config.databaseUrl, config.databaseEdgePoolMax, 'connect-gateway-edge', {
+  const edgePool = createTenantPool(config.database.url, config.database.edgePoolMax, 'connect-gateway-edge', {
     onConnectionError,
   });
   const endPools = () => Promise.all([pool.end(), tenantPool.end(), edgePool.end()]);
   const metrics = createGatewayMetrics();
   const bus = createKafkaBus({
-    brokers: config.kafkaBrokers,
-    clientId: `${config.kafkaClientId}-gateway`,
-    produceTimeoutMs: config.kafkaProduceTimeoutMs,
-    maxPendingBytes: config.kafkaMaxPendingBytes,
+    ...config.kafka,
+    clientId: `${config.kafka.clientId}-gateway`,
     logger,
     onProduceError: (topic) => metrics.kafkaProduceError(topic),
-    security: config.kafkaSecurity,
-    manageTopics: config.kafkaManageTopics,
   });
-  bus.declareTopics(allTopics(config));
+  bus.declareTopics(allTopics(config.kafka));
   try {
     // Refused credentials or certificates, or managed topics missing: no retry mends that, so the
     // process stops with the reason. A broker that does not answer is waited for as in any outage.
-    await bus.checkAtStart(config.kafkaProduceTimeoutMs);
+    await bus.checkAtStart(config.kafka.produceTimeoutMs);
   } catch (err) {
     await bus.close();
     await endPools();
@@ -62,16 +58,16 @@ export async function startGateway(
   let accepting = true;
   const memory = gatewayMemoryBudget(config, logger);
   const batchPreparer = createBatchPreparer(
-    { maxTargets: config.inboundBatchMaxTargets, chunkMaxBytes: config.inboundChunkMaxBytes },
-    config.inboundParseThreads,
-    config.inboundBatchMaxBytes,
+    { maxTargets: config.inbound.batchMaxTargets, chunkMaxBytes: config.inbound.chunkMaxBytes },
+    config.inbound.parseThreads,
+    config.inbound.batchMaxBytes,
   );
   const eventWaits = createEventWaits(
-    config.databaseUrl,
+    config.database.url,
     {
-      perClient: config.eventFeedWaitersPerClient,
-      perTenant: config.eventFeedWaitersPerTenant,
-      max: config.eventFeedWaitersMax,
+      perClient: config.events.feedWaitersPerClient,
+      perTenant: config.events.feedWaitersPerTenant,
+      max: config.events.feedWaitersMax,
     },
     logger,
   );
@@ -89,7 +85,7 @@ export async function startGateway(
     eventWaits,
     extraRoutes,
   });
-  const server = app.listen(config.port, config.host);
+  const server = app.listen(config.http.port, config.http.host);
   // Longer than any client's idle keep-alive (undici: 4 s, load balancers: 60 s), so a client
   // never reuses a connection the server is closing at that moment (ECONNRESET).
   server.keepAliveTimeout = 65_000;
@@ -98,8 +94,8 @@ export async function startGateway(
     server.once('error', reject);
   });
   const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+  const port = typeof address === 'object' && address ? address.port : config.http.port;
+  const url = `http://${config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host}:${port}`;
 
   return {
     server,
@@ -132,22 +128,22 @@ export function splitPoolMax(max: number): { shared: number; tenant: number } {
 }
 
 /** GATEWAY_MEMORY_BUDGET_BYTES (auto: the container's limit), announced at start. */
-function gatewayMemoryBudget(config: Config, logger: Logger): MemoryBudget {
-  const budgetBytes = resolveMemoryBudget(config.gatewayMemoryBudget);
+function gatewayMemoryBudget(config: Pick<Config, 'limits' | 'inbound'>, logger: Logger): MemoryBudget {
+  const budgetBytes = resolveMemoryBudget(config.limits.memoryBudget);
   if (budgetBytes === null) {
-    logger.info({ setting: config.gatewayMemoryBudget }, 'gateway: no memory budget (no container limit, or off)');
+    logger.info({ setting: config.limits.memoryBudget }, 'gateway: no memory budget (no container limit, or off)');
     return noMemoryBudget;
   }
   const memory = createMemoryBudget({
     budgetBytes,
-    fixedBytes: fixedBytes(config.inboundParseThreads, parseThreadHeapMb(config.inboundBatchMaxBytes)),
-    clientSharePercent: config.inFlightClientSharePercent,
-    tenantSharePercent: config.inFlightTenantSharePercent,
+    fixedBytes: fixedBytes(config.inbound.parseThreads, parseThreadHeapMb(config.inbound.batchMaxBytes)),
+    clientSharePercent: config.limits.inFlightClientSharePercent,
+    tenantSharePercent: config.limits.inFlightTenantSharePercent,
     logger,
   });
-  const figures = { budgetBytes, inFlightBytes: memory.inFlightBytes, setting: config.gatewayMemoryBudget };
+  const figures = { budgetBytes, inFlightBytes: memory.inFlightBytes, setting: config.limits.memoryBudget };
   logger.info(figures, 'gateway: memory budget');
-  if (memory.inFlightBytes < config.inboundBatchMaxBytes * bodyCostFactor) {
+  if (memory.inFlightBytes < config.inbound.batchMaxBytes * bodyCostFactor) {
     // Still safe (a request larger than what is left is let in alone), but one at a time.
     logger.warn(figures, 'gateway: the memory budget leaves less than one largest batch costs; give it more memory');
   }

@@ -8,12 +8,12 @@ import { startGateway } from './gateway.js';
 
 const config = loadConfigOrExit();
 const tracing = startTracing('connect-gateway');
-const logger = createLogger(config.logLevel, 'connect-gateway');
+const logger = createLogger(config.service.logLevel, 'connect-gateway');
 try {
   const gateway = await startGateway(config, logger);
   announce('connect-gateway', `gateway: listening on ${gateway.url}`, { url: gateway.url });
   // Spans still buffered for the exporter leave before the process does.
-  onShutdownSignal(logger, config.shutdownTimeoutMs, async () => {
+  onShutdownSignal(logger, config.service.shutdownTimeoutMs, async () => {
     await gateway.stop();
     await tracing.shutdown();
   });

@@ -1,440 +1,323 @@
 import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
-import type { KafkaSasl, KafkaSecurity } from './kafka/client-security.js';
+import { kafkaSecuritySettings } from './config-kafka-security.js';
+import { count, env, flag, int, oneOf, section, settingsOf, text } from './config-setting.js';
 
-// Every environment variable the processes read, with its default. The table in
-// docs/configuration.md lists the same names and defaults (test/unit/config-docs.test.ts checks).
+// Every environment variable the processes read, declared once: its variable, schema (default,
+// bounds), field and description. The Config type is inferred from it, and the reference in
+// docs/configuration.md is generated from it (scripts/config-doc.ts). Each section is
+// what one part of the code is handed.
+
 /** UPLOAD_BYTES_PER_SECOND's range, also a client's own quota's (admin CLI `client upload-quota`). */
 export const uploadQuotaBounds = { min: 1024, max: 1024 * 1024 * 1024 } as const;
 
-const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
-  z.coerce.number().int().min(min).max(max).default(def);
+const MiB = 1024 * 1024;
+const quota = (def: number) => int(def, uploadQuotaBounds.min, uploadQuotaBounds.max);
+// Derived values, each computed here once.
+const list = (value: string) =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+const secondsToMs = (value: string) => value.split(',').map((s) => Math.round(Number(s) * 1000));
+const hoursToMs = (hours: number) => hours * 3_600_000;
+const orHostAndPid = (id: string) => id.trim() || `${hostname()}:${process.pid}`;
 
-const configSchema = z
-  .object({
-    HOST: z.string().min(1).default('0.0.0.0'),
-    PORT: int(8080, 0, 65535),
-    DATABASE_URL: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection URL')
-      .default('postgres://postgres@127.0.0.1:5432/connect'),
-    DATABASE_POOL_MAX: int(10, 1, 1000),
-    DATABASE_EDGE_POOL_MAX: int(10, 1, 1000),
-    KAFKA_BROKERS: z
-      .string()
-      .regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'must be host:port[,host:port…]')
-      .default('127.0.0.1:9092'),
-    KAFKA_CLIENT_ID: z.string().min(1).default('connect-integration'),
-    KAFKA_TOPIC_PREFIX: z
-      .string()
-      .regex(/^[a-zA-Z0-9._-]*$/, 'letters, digits, . _ - only')
-      .default('connect.'),
-    KAFKA_TOPIC_PARTITIONS: int(6, 1, 1000),
-    // -1: the broker's default.replication.factor. 0 for min ISR: the broker's min.insync.replicas.
-    KAFKA_TOPIC_REPLICATION_FACTOR: z.coerce.number().int().min(-1).max(32).default(-1),
-    KAFKA_TOPIC_MIN_INSYNC_REPLICAS: int(0, 0, 32),
-    // false: topics are the platform's; the service checks at start that they exist, creates none.
-    KAFKA_MANAGE_TOPICS: z.enum(['true', 'false']).default('true'),
-    KAFKA_SECURITY_PROTOCOL: z.enum(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL']).default('PLAINTEXT'),
-    KAFKA_SSL_CA_FILE: z.string().default(''),
-    KAFKA_SSL_CERT_FILE: z.string().default(''),
-    KAFKA_SSL_KEY_FILE: z.string().default(''),
-    KAFKA_SSL_KEY_PASSWORD: z.string().default(''),
-    KAFKA_SASL_MECHANISM: z.enum(['', 'PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER']).default(''),
-    KAFKA_SASL_USERNAME: z.string().default(''),
-    KAFKA_SASL_PASSWORD: z.string().default(''),
-    KAFKA_SASL_OAUTHBEARER_TOKEN_URL: z.union([z.literal(''), z.string().url()]).default(''),
-    KAFKA_SASL_OAUTHBEARER_CLIENT_ID: z.string().default(''),
-    KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: z.string().default(''),
-    KAFKA_SASL_OAUTHBEARER_SCOPE: z.string().default(''),
-    KAFKA_PRODUCE_TIMEOUT_MS: int(10_000, 100, 300_000),
-    KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6000, 300_000),
-    // 0: max(90 s, 3 × KAFKA_SESSION_TIMEOUT_MS). A healthy consumer fetches every 0.25 s or more often; a rebalance may take up to 60 s.
-    KAFKA_CONSUMER_STALL_TIMEOUT_MS: int(0, 0, 3_600_000).refine((v) => v === 0 || v >= 10_000, {
-      message: 'must be 0 (the default) or at least 10000',
-    }),
-    KAFKA_MAX_PENDING_BYTES: int(64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
-    WORKER_APPLY_CONCURRENCY: int(2, 1, 64),
-    WORKER_BUFFER_BYTES: int(64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    AUTH_CACHE_TTL_MS: int(5000, 0, 300_000),
-    AUTH_FAILURES_PER_MINUTE: int(60, 1, 1_000_000),
-    TRUSTED_PROXIES: int(0, 0, 10),
-    RATE_LIMIT_PER_MINUTE: int(600, 1, 1_000_000),
-    RATE_LIMIT_LEASE_MAX: int(50, 1, 10_000),
-    BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 100 * 1024 * 1024),
-    BODY_READ_TIMEOUT_MS: int(30_000, 100, 600_000),
-    UPLOAD_BYTES_PER_SECOND: int(4 * 1024 * 1024, uploadQuotaBounds.min, uploadQuotaBounds.max),
-    UPLOAD_BYTES_PER_SECOND_PER_TENANT: int(8 * 1024 * 1024, uploadQuotaBounds.min, uploadQuotaBounds.max),
-    IN_FLIGHT_CLIENT_SHARE_PERCENT: int(50, 1, 100),
-    IN_FLIGHT_TENANT_SHARE_PERCENT: int(50, 1, 100),
-    HEALTH_CHECK_TIMEOUT_MS: int(2000, 100, 60_000),
-    SHUTDOWN_TIMEOUT_MS: int(15_000, 100, 600_000),
-    INBOUND_BATCH_MAX_TARGETS: int(10_000, 1, 1_000_000),
-    INBOUND_BATCH_MAX_BYTES: int(16 * 1024 * 1024, 1024, 256 * 1024 * 1024),
-    INBOUND_CHUNK_MAX_BYTES: int(512 * 1024, 4096, 3 * 1024 * 1024),
-    INBOUND_MAX_IN_FLIGHT: int(16, 1, 10_000),
-    INBOUND_EXPRESS_MAX_TARGETS: int(100, 0, 1_000_000),
-    // At least 2: with one, a 16 MiB batch holds every other client's batch behind it (and on 2
-    // cores a second thread took A from 125-131k to 134-150k targets/s, p99 from 151-191 to 47-68 ms).
-    INBOUND_PARSE_THREADS: int(Math.max(2, availableParallelism() - 1), 1, 64),
-    IMPORT_JOBS_MAX_TAKE: int(200, 1, 10_000),
-    ORPHAN_GRACE_MS: int(30_000, 0, 3_600_000),
-    ROUTE_SUGGESTION_MAX_IN_FLIGHT: int(2, 1, 64),
-    ROUTE_SUGGESTION_BUDGET_MS: int(30_000, 1, 600_000),
-    // auto: the container's memory limit (cgroup), off where none is set; off; or bytes (at least 256 MiB).
-    GATEWAY_MEMORY_BUDGET_BYTES: z
-      .union([
-        z.enum(['auto', 'off']),
-        z.coerce
-          .number()
-          .int()
-          .min(256 * 1024 * 1024)
-          .max(1024 * 1024 * 1024 * 1024),
-      ])
-      .default('auto'),
-    // PKCS#8 PEM (EC P-256 or Ed25519; literal \n accepted); only its public half is stored in PostgreSQL.
-    OAUTH_SIGNING_KEY: z.string().default(''),
-    OAUTH_ISSUER: z.string().min(1).max(500).default('urn:connect-integration'),
-    OAUTH_AUDIENCE: z.string().min(1).max(500).default('connect/v1'),
-    OAUTH_TOKEN_TTL_SECONDS: int(600, 60, 86_400),
-    // base64 of 32 random bytes: encrypts (AES-256-GCM) the generated signing key stored in PostgreSQL.
-    // Checked by the gateway (never echoed); empty: each replica signs with a key of its own, in memory only.
-    OAUTH_KEY_ENCRYPTION_KEY: z.string().default(''),
-    // Comma-separated retired encryption keys: stored keys encrypted with one are re-encrypted on start.
-    OAUTH_KEY_ENCRYPTION_KEYS_PREVIOUS: z.string().default(''),
-    OAUTH_TOKEN_CLIENT_LIMIT_PER_MINUTE: int(30, 1, 1_000_000),
-    OAUTH_TOKEN_ADDRESS_LIMIT_PER_MINUTE: int(300, 1, 1_000_000),
-    WEBHOOK_TIMEOUT_MS: int(10_000, 100, 120_000),
-    WEBHOOK_RETRY_SCHEDULE: z
-      .string()
-      .regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'comma-separated delays in seconds, e.g. 5,300,1800')
-      .default('5,300,1800,7200,18000,36000,36000'),
-    WEBHOOK_POLL_INTERVAL_MS: int(1000, 10, 60_000),
-    WEBHOOK_CONCURRENCY: int(16, 1, 1000),
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(['true', 'false']).default('false'),
-    // Self-service (issue 26): endpoints a client may register through the API; the event feed.
-    WEBHOOK_ENDPOINTS_PER_CLIENT: int(20, 1, 1000),
-    EVENT_RETENTION_HOURS: int(336, 1, 87_600),
-    EVENT_PRUNE_INTERVAL_MS: int(60_000, 100, 86_400_000),
-    EVENT_FEED_MAX_WAIT_SECONDS: int(30, 1, 300),
-    EVENT_FEED_WAITERS_PER_CLIENT: int(4, 1, 10_000),
-    EVENT_FEED_WAITERS_PER_TENANT: int(16, 1, 100_000),
-    EVENT_FEED_WAITERS_MAX: int(1000, 1, 100_000),
-    WORKERS: z
-      .string()
-      .regex(/^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names')
-      .default(''),
-    WORKER_HEARTBEAT_FILE: z.string().default(''),
-    // A worker's /metrics, /livez and /readyz (0: any free port, printed at start).
-    WORKER_HTTP_HOST: z.string().min(1).default('0.0.0.0'),
-    WORKER_HTTP_PORT: int(9464, 0, 65535),
-    // Names the worker process in the ledgers of what it applied (admin CLI `trace`); '': host:pid.
-    WORKER_ID: z.string().max(200).default(''),
-  })
-  .superRefine((c, ctx) => {
-    const problem = kafkaSecurityProblem(c);
-    if (problem) ctx.addIssue({ code: 'custom', path: [problem.variable], message: problem.message });
-  })
-  .refine((c) => c.ORPHAN_GRACE_MS > c.KAFKA_PRODUCE_TIMEOUT_MS, {
+const postgresDefault = 'postgres://postgres@127.0.0.1:5432/connect';
+const stallTimeout = int(0, 0, 3_600_000).refine((v) => v === 0 || v >= 10_000, {
+  message: 'must be 0 (the default) or at least 10000',
+});
+const memoryBudget = z.union([z.enum(['auto', 'off']), count(256 * MiB, 1024 * 1024 * MiB)]).default('auto');
+const retrySchedule = text(
+  '5,300,1800,7200,18000,36000,36000',
+  /^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/,
+  'comma-separated delays in seconds, e.g. 5,300,1800',
+);
+
+const service = section('every process', {
+  logLevel: env('LOG_LEVEL', oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info')).describe(
+    'least severe log lines written',
+  ),
+  healthCheckTimeoutMs: env('HEALTH_CHECK_TIMEOUT_MS', int(2000, 100, 60_000)).describe(
+    'per-dependency probe timeout of `/readyz` and the health endpoint',
+  ),
+  shutdownTimeoutMs: env('SHUTDOWN_TIMEOUT_MS', int(15_000, 100, 600_000)).describe(
+    'a process that has not stopped this long after SIGTERM exits 1',
+  ),
+});
+
+const http = section("the gateway's HTTP server", {
+  host: env('HOST', text('0.0.0.0')).describe('gateway listen address'),
+  port: env('PORT', int(8080, 0, 65535)).describe('gateway port (`0`: any free port)'),
+  trustedProxies: env('TRUSTED_PROXIES', int(0, 0, 10)).describe(
+    "number of proxies (load balancers) in front of the gateway that each append the address they saw to `X-Forwarded-For`; the client address is the entry this many from the right (entries further left are the client's say). `0`: the header is ignored, the client address is the TCP peer. Set it only when clients cannot reach the gateway but through those proxies",
+  ),
+  bodyLimitBytes: env('BODY_LIMIT_BYTES', int(MiB, 1024, 100 * MiB)).describe(
+    'largest request body (413 beyond), except the inbound batch',
+  ),
+  bodyReadTimeoutMs: env('BODY_READ_TIMEOUT_MS', int(30_000, 100, 600_000)).describe(
+    'a request body must arrive within this; slower senders are cut with 408 `request_timeout` (a slow sender never holds an in-flight slot meanwhile)',
+  ),
+});
+
+const database = section('PostgreSQL', {
+  url: env(
+    'DATABASE_URL',
+    text(postgresDefault, /^postgres(ql)?:\/\//, 'must be a postgres:// connection URL'),
+  ).describe('PostgreSQL; the database is created if missing'),
+  poolMax: env('DATABASE_POOL_MAX', int(10, 1, 1000)).describe(
+    "connections per process (the gateway's reads, authentication, rate limits, health and short writes; a worker's applies)",
+  ),
+  edgePoolMax: env('DATABASE_EDGE_POOL_MAX', int(10, 1, 1000)).describe(
+    "gateway only: connections of edge transactions, which wait for Kafka's acknowledgement; a separate budget so waiting writes never starve reads",
+  ),
+});
+
+const kafka = section('brokers, topics and clients (TLS and SASL: [operations.md](operations.md))', {
+  brokers: env(
+    'KAFKA_BROKERS',
+    text('127.0.0.1:9092', /^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'must be host:port[,host:port…]').transform(list),
+  ).describe('bootstrap brokers, `host:port[,host:port…]`'),
+  clientId: env('KAFKA_CLIENT_ID', text('connect-integration')).describe('Kafka client id prefix'),
+  topicPrefix: env('KAFKA_TOPIC_PREFIX', text('connect.', /^[a-zA-Z0-9._-]*$/, 'letters, digits, . _ - only')).describe(
+    'prefix of every topic and consumer group (tests isolate themselves with it)',
+  ),
+  topicPartitions: env('KAFKA_TOPIC_PARTITIONS', int(6, 1, 1000)).describe(
+    'partitions of topics the service creates: the most workers of one kind that share work',
+  ),
+  topicReplicationFactor: env('KAFKA_TOPIC_REPLICATION_FACTOR', int(-1, -1, 32)).describe(
+    "replication factor of the topics the service creates (their `.dlq` topics alike); `-1`: the broker's `default.replication.factor`. Use `3` on a cluster",
+  ),
+  topicMinInsyncReplicas: env('KAFKA_TOPIC_MIN_INSYNC_REPLICAS', int(0, 0, 32)).describe(
+    "`min.insync.replicas` of those topics (`0`: the broker's default). With acks=all a write is acknowledged only once this many replicas hold it; use `2` with replication 3",
+  ),
+  manageTopics: env('KAFKA_MANAGE_TOPICS', flag('true')).describe(
+    '`false`: the topics belong to the platform (Strimzi `KafkaTopic`, Terraform, MSK/Confluent consoles): the service creates none and checks at start that every one it needs exists with at least `KAFKA_TOPIC_PARTITIONS` partitions, else it stops with one line naming each (the list: [operations.md](operations.md#running-on-your-kafka-and-postgresql))',
+  ),
+  security: kafkaSecuritySettings,
+  produceTimeoutMs: env('KAFKA_PRODUCE_TIMEOUT_MS', int(10_000, 100, 300_000)).describe(
+    'how long a produce waits for acks=all before the request answers 503',
+  ),
+  sessionTimeoutMs: env('KAFKA_SESSION_TIMEOUT_MS', int(30_000, 6000, 300_000)).describe(
+    'a worker silent this long leaves its consumer group and its partitions move to the others',
+  ),
+  // A healthy consumer fetches every 0.25 s or more often; a rebalance may take up to 60 s.
+  consumerStallTimeoutMs: env('KAFKA_CONSUMER_STALL_TIMEOUT_MS', stallTimeout).describe(
+    "a worker's consumer that shows no sign of life this long (no fetch, heartbeat or group join) is replaced by a fresh one, as after a crash (a guard against kafkajs consumers that silently stop, kafkajs issue #659). `0`: max(90000, 3 × `KAFKA_SESSION_TIMEOUT_MS`); otherwise at least 10000. Below 60000 a slow rebalance may be taken for a stall",
+  ),
+  maxPendingBytes: env('KAFKA_MAX_PENDING_BYTES', int(64 * MiB, MiB, 4096 * MiB)).describe(
+    'bytes of Kafka sends not yet settled one process holds; beyond, writes answer 503 at once (a timed-out send keeps retrying inside the client, so this bounds memory while Kafka is slow)',
+  ),
+}).refine((c) => c.topicReplicationFactor <= 0 || c.topicMinInsyncReplicas <= c.topicReplicationFactor, {
+  path: ['topicMinInsyncReplicas'],
+  message: 'cannot exceed KAFKA_TOPIC_REPLICATION_FACTOR',
+});
+
+const auth = section('API key authentication', {
+  cacheTtlMs: env('AUTH_CACHE_TTL_MS', int(5000, 0, 300_000)).describe(
+    'how long a key lookup is cached: a revoked key stops working within this time',
+  ),
+  failuresPerMinute: env('AUTH_FAILURES_PER_MINUTE', int(60, 1, 1_000_000)).describe(
+    "refused API keys (unknown, revoked, expired) one client address (IPv6: its /64) may send per minute, per gateway replica; beyond, that address's refused keys are answered 429 `rate_limited` with `Retry-After`. Valid keys are never refused by it (see [operations.md](operations.md#throttling))",
+  ),
+});
+
+const limits = section("the gateway's limits: rates, upload quotas, in-flight shares, memory", {
+  rateLimitPerMinute: env('RATE_LIMIT_PER_MINUTE', int(600, 1, 1_000_000)).describe(
+    'default requests per minute per Integration Client (per-client override: admin CLI)',
+  ),
+  rateLimitLeaseMax: env('RATE_LIMIT_LEASE_MAX', int(50, 1, 10_000)).describe(
+    "most points of a client's window a gateway replica takes from PostgreSQL at once (a lease is a twentieth of the limit, at least 1, at most this); `1` writes the shared counter on every request (exact to the request across replicas, a database write each)",
+  ),
+  uploadBytesPerSecond: env('UPLOAD_BYTES_PER_SECOND', quota(4 * MiB)).describe(
+    'default upload quota (per-client override: admin CLI `client upload-quota`): request body bytes per second one Integration Client (an address, unauthenticated) may send to all gateway replicas together (leased from PostgreSQL, see "Upload quota" in [api-guide.md](api-guide.md#the-interface-in-short)), counted in windows of whole seconds that hold the largest body (`INBOUND_BATCH_MAX_BYTES`: 4 s and 16 MiB at the defaults); a body that does not fit is answered 429 `upload_quota_exceeded` + `Retry-After`, unread. Raise it with more replicas or cores (`npm run bench:noisy` measures what one client at its quota does to the others)',
+  ),
+  uploadBytesPerSecondPerTenant: env('UPLOAD_BYTES_PER_SECOND_PER_TENANT', quota(8 * MiB)).describe(
+    "the same for all of one tenant's Integration Clients together (each client is also held to its own); a body that does not fit is answered 429 `upload_quota_exceeded` with `details.quota` `tenant`. A client an operator gave a quota of its own above this (`client upload-quota`) is held to its own alone and spends none of the tenant's; raise both defaults together",
+  ),
+  inFlightClientSharePercent: env('IN_FLIGHT_CLIENT_SHARE_PERCENT', int(50, 1, 100)).describe(
+    "share of an operation's in-flight slots (`INBOUND_MAX_IN_FLIGHT`, `ROUTE_SUGGESTION_MAX_IN_FLIGHT`, per replica) one Integration Client may hold (at least one); beyond, 503 `service_busy` + `Retry-After`",
+  ),
+  inFlightTenantSharePercent: env('IN_FLIGHT_TENANT_SHARE_PERCENT', int(50, 1, 100)).describe(
+    "the same for all of one tenant's Integration Clients together (at least one slot): a tenant with many clients holds no more than this; its clients share it, so one busy client can leave its siblings none. Never below `IN_FLIGHT_CLIENT_SHARE_PERCENT`: a client allowed more than its tenant's share may use it",
+  ),
+  memoryBudget: env('GATEWAY_MEMORY_BUDGET_BYTES', memoryBudget).describe(
+    "resident memory the gateway keeps under by refusing work before it is read: `auto` is the container's memory limit (cgroup v2 `memory.max`, v1 `memory.limit_in_bytes`; off where none is set), `off`, or bytes. A body's cost (5 × its bytes) and a draft's (its distance matrix) are reserved before the body is read or the draft computed; beyond what the budget leaves for requests, 503 `service_busy` + `Retry-After`; past a client's or tenant's share of it (`IN_FLIGHT_CLIENT_SHARE_PERCENT`, `IN_FLIGHT_TENANT_SHARE_PERCENT`), 429 `memory_share_exceeded`. The arithmetic and measured peaks: [operations.md](operations.md#memory)",
+  ),
+});
+
+const inbound = section('inbound targets: batches, chunks, import jobs', {
+  batchMaxTargets: env('INBOUND_BATCH_MAX_TARGETS', int(10_000, 1, 1_000_000)).describe(
+    'most targets in one batch (413 beyond)',
+  ),
+  batchMaxBytes: env('INBOUND_BATCH_MAX_BYTES', int(16 * MiB, 1024, 256 * MiB)).describe(
+    'largest inbound batch body (413 beyond)',
+  ),
+  chunkMaxBytes: env('INBOUND_CHUNK_MAX_BYTES', int(512 * 1024, 4096, 3 * MiB)).describe(
+    'targets are cut into Kafka messages of at most this size',
+  ),
+  maxInFlight: env('INBOUND_MAX_IN_FLIGHT', int(16, 1, 10_000)).describe(
+    'inbound requests (single and batch together) one gateway works on at once; more answer 503 `service_busy` + Retry-After (backpressure)',
+  ),
+  expressMaxTargets: env('INBOUND_EXPRESS_MAX_TARGETS', int(100, 0, 1_000_000)).describe(
+    'imports of at most this many accepted targets (in one chunk) take the express lane (`<prefix>inbound.targets.express`), which workers never queue behind a bulk backlog; 0: every import takes the bulk lane',
+  ),
+  // On 2 cores a second thread took A from 125-131k to 134-150k targets/s, p99 from 151-191 to 47-68 ms.
+  parseThreads: env(
+    'INBOUND_PARSE_THREADS',
+    int(Math.max(2, availableParallelism() - 1), 1, 64),
+    'cores − 1 (at least 2)',
+  ).describe(
+    "worker threads that decode, parse, validate and cut into chunks inbound batches of 64 KiB and more, off the gateway's event loop; at least 2 so that one client's 16 MiB batch does not hold every other batch behind it. Produce calls of 64 KiB and more go through a kafkajs producer of their own in one more thread (encoding and checksums of large batches off the loop; small writes never queue behind them). These threads run at nice 10, so when cores are short the event loop (every client's requests, `/livez`) goes first, and carry names (`batch-parse`, `kafka-producer`) that `top -H` and `ps -L` show",
+  ),
+  importJobsMaxTake: env('IMPORT_JOBS_MAX_TAKE', int(200, 1, 10_000)).describe(
+    'largest `take` of GET /api/v1/import-jobs (400 beyond)',
+  ),
+});
+
+const routeSuggestions = section('route suggestion drafts', {
+  maxInFlight: env('ROUTE_SUGGESTION_MAX_IN_FLIGHT', int(2, 1, 64)).describe(
+    'route suggestion drafts one gateway computes at once (503 beyond)',
+  ),
+  budgetMs: env('ROUTE_SUGGESTION_BUDGET_MS', int(30_000, 1, 600_000)).describe(
+    "wall-clock budget of one draft's computation; beyond, its worker thread is stopped and the request answers 422 `computation_budget_exceeded`. A draft is also stopped when its client disconnects",
+  ),
+});
+
+const oauth = section('the OAuth 2.0 token endpoint and access tokens', {
+  signingKey: env('OAUTH_SIGNING_KEY', text()).describe(
+    'PKCS#8 PEM (EC P-256 → ES256, or Ed25519 → EdDSA; `\\n` escapes accepted) that signs access tokens; only its public half is stored in PostgreSQL. Unset: see `OAUTH_KEY_ENCRYPTION_KEY`',
+  ),
+  issuer: env('OAUTH_ISSUER', z.string().max(500).default('urn:connect-integration')).describe(
+    '`iss` of access tokens (checked on `/connect/v1`)',
+  ),
+  audience: env('OAUTH_AUDIENCE', z.string().max(500).default('connect/v1')).describe(
+    '`aud` of access tokens (checked on `/connect/v1`)',
+  ),
+  tokenTtlSeconds: env('OAUTH_TOKEN_TTL_SECONDS', int(600, 60, 86_400)).describe(
+    'access token lifetime; gateways also refuse tokens living longer (`exp − iat`), so lowering it refuses tokens already issued with the old value',
+  ),
+  keyEncryptionKey: env('OAUTH_KEY_ENCRYPTION_KEY', text()).describe(
+    '32 random bytes, base64 (`openssl rand -base64 32`), the same on every replica: the first gateway generates an ES256 key and stores it in `oauth_signing_keys` encrypted (AES-256-GCM) under this key; every replica signs with it. Unset (and no `OAUTH_SIGNING_KEY`): each gateway signs with a key of its own, held in memory only, publishing its public half. Never logged; malformed: the gateway does not start',
+  ),
+  keyEncryptionKeysPrevious: env('OAUTH_KEY_ENCRYPTION_KEYS_PREVIOUS', text()).describe(
+    'retired encryption keys, comma-separated: what one of them encrypted is re-encrypted with `OAUTH_KEY_ENCRYPTION_KEY` when a gateway starts (rotation)',
+  ),
+  tokenClientLimitPerMinute: env('OAUTH_TOKEN_CLIENT_LIMIT_PER_MINUTE', int(30, 1, 1_000_000)).describe(
+    'token requests per minute that authenticate as one Integration Client, per gateway replica; beyond, 429 `slow_down` + `Retry-After`',
+  ),
+  tokenAddressLimitPerMinute: env('OAUTH_TOKEN_ADDRESS_LIMIT_PER_MINUTE', int(300, 1, 1_000_000)).describe(
+    'token requests per minute that do not authenticate (`invalid_client`, `invalid_request`) from one client address (IPv6: per /64), per gateway replica; beyond, those are answered 429 `slow_down` + `Retry-After`. A valid secret is never refused by it',
+  ),
+});
+
+const webhooks = section('webhook endpoints and their dispatcher', {
+  timeoutMs: env('WEBHOOK_TIMEOUT_MS', int(10_000, 100, 120_000)).describe(
+    'per-attempt timeout of a webhook POST (connect, response and body)',
+  ),
+  retryScheduleMs: env('WEBHOOK_RETRY_SCHEDULE', retrySchedule.transform(secondsToMs)).describe(
+    'seconds before the 2nd, 3rd, … attempt (±20% jitter; about a day, 8 attempts); after the last the delivery is `Failed` and its endpoint `Disabled`',
+  ),
+  pollIntervalMs: env('WEBHOOK_POLL_INTERVAL_MS', int(1000, 10, 60_000)).describe(
+    'how often an idle dispatcher looks for due deliveries',
+  ),
+  concurrency: env('WEBHOOK_CONCURRENCY', int(16, 1, 1000)).describe(
+    'webhook attempts one dispatcher process makes at once',
+  ),
+  allowPrivateTargets: env('WEBHOOK_ALLOW_PRIVATE_TARGETS', flag('false')).describe(
+    '`true` allows endpoints on loopback, private, link-local … addresses (development, tests); read by the dispatcher and by `admin webhook create`',
+  ),
+  endpointsPerClient: env('WEBHOOK_ENDPOINTS_PER_CLIENT', int(20, 1, 1000)).describe(
+    'webhook endpoints one client may register through the API (409 `webhook_endpoint_limit` beyond)',
+  ),
+});
+
+const events = section('the event feed and its retention', {
+  retentionMs: env('EVENT_RETENTION_HOURS', int(336, 1, 87_600).transform(hoursToMs)).describe(
+    'events (with their deliveries and attempts) older than this many hours are pruned; an event feed cursor older than the oldest kept is 410 `cursor_expired`',
+  ),
+  pruneIntervalMs: env('EVENT_PRUNE_INTERVAL_MS', int(60_000, 100, 86_400_000)).describe(
+    'how often each webhook dispatcher prunes events past the retention',
+  ),
+  feedMaxWaitSeconds: env('EVENT_FEED_MAX_WAIT_SECONDS', int(30, 1, 300)).describe(
+    'longest `wait` (long-poll) of `GET /api/v1/events`',
+  ),
+  feedWaitersPerClient: env('EVENT_FEED_WAITERS_PER_CLIENT', int(4, 1, 10_000)).describe(
+    'long-polls of one client waiting on one gateway (429 `too_many_waiting` beyond)',
+  ),
+  feedWaitersPerTenant: env('EVENT_FEED_WAITERS_PER_TENANT', int(16, 1, 100_000)).describe(
+    'the same for all clients of one tenant together',
+  ),
+  feedWaitersMax: env('EVENT_FEED_WAITERS_MAX', int(1000, 1, 100_000)).describe(
+    'long-polls waiting on one gateway in all',
+  ),
+});
+
+const workers = section('worker processes', {
+  kinds: env(
+    'WORKERS',
+    text('', /^[a-z0-9_,\s-]*$/, 'comma-separated worker kind names').transform(list),
+    '(all kinds)',
+  ).describe('worker kinds one runner process hosts, comma-separated'),
+  applyConcurrency: env('WORKER_APPLY_CONCURRENCY', int(2, 1, 64)).describe(
+    'messages one worker process applies at once per kind (messages of one key stay in order), plus one slot only the express lane may use',
+  ),
+  bufferBytes: env('WORKER_BUFFER_BYTES', int(64 * MiB, MiB, 4096 * MiB)).describe(
+    'fetched, unapplied message bytes one worker process holds per kind; a partition over its share is paused until applies catch up',
+  ),
+  orphanGraceMs: env('ORPHAN_GRACE_MS', int(30_000, 0, 3_600_000)).describe(
+    'how long a worker waits for the edge record a message names before skipping it as an orphan (the message holds only its own key meanwhile); must exceed `KAFKA_PRODUCE_TIMEOUT_MS`',
+  ),
+  heartbeatFile: env('WORKER_HEARTBEAT_FILE', text()).describe(
+    'touched every 10 s by the worker runner (container liveness)',
+  ),
+  httpHost: env('WORKER_HTTP_HOST', text('0.0.0.0')).describe(
+    "listen address of a worker process's `/metrics`, `/livez`, `/readyz` (no authentication: keep it internal)",
+  ),
+  httpPort: env('WORKER_HTTP_PORT', int(9464, 0, 65535)).describe(
+    'their port (`0`: any free port; the runner prints `workers: metrics on <url>`). Worker processes on one host each need their own: `scripts/stack` gives its workers process 9464 (or this variable); docker-compose exposes 9464 inside each worker container, so `--scale` does not collide',
+  ),
+  id: env('WORKER_ID', z.string().max(200).default('').transform(orHostAndPid), '(`<host name>:<pid>`)').describe(
+    'names this worker process where it records what it applied or dead-lettered (chunk ledgers, job requests, material usages, appointment requests), as `npm run admin -- trace` shows it; give each replica its own (a Kubernetes pod name)',
+  ),
+});
+
+export const configSchema = z
+  .object({ service, http, database, kafka, auth, limits, inbound, routeSuggestions, oauth, webhooks, events, workers })
+  .refine((c) => c.workers.orphanGraceMs > c.kafka.produceTimeoutMs, {
     // A gateway commits its edge row only after Kafka acked, which may take up to the produce
     // timeout: a shorter grace would let workers skip messages of rows that do commit.
     message: 'must be greater than KAFKA_PRODUCE_TIMEOUT_MS',
-    path: ['ORPHAN_GRACE_MS'],
+    path: ['workers', 'orphanGraceMs'],
   });
 
-export type Config = {
-  host: string;
-  port: number;
-  databaseUrl: string;
-  databasePoolMax: number;
-  /** Gateway connections that may wait for Kafka inside an edge transaction (apart from databasePoolMax). */
-  databaseEdgePoolMax: number;
-  kafkaBrokers: string[];
-  kafkaClientId: string;
-  kafkaTopicPrefix: string;
-  kafkaTopicPartitions: number;
-  /** Replication factor of the topics the service creates (-1: the broker's default). */
-  kafkaTopicReplicationFactor: number;
-  /** min.insync.replicas of the topics the service creates (0: the broker's default). */
-  kafkaTopicMinInsyncReplicas: number;
-  /** False: the topics are managed elsewhere; the service only checks that they exist. */
-  kafkaManageTopics: boolean;
-  /** TLS and SASL towards the brokers. */
-  kafkaSecurity: KafkaSecurity;
-  kafkaProduceTimeoutMs: number;
-  /** A consumer silent this long leaves its group; its partitions go to the others. */
-  kafkaSessionTimeoutMs: number;
-  /** A worker's consumer silent this long with no batch in hand is replaced by a fresh one (0: the default). */
-  kafkaConsumerStallTimeoutMs: number;
-  /** Bytes of produce calls not yet settled that a process holds at most (503 beyond). */
-  kafkaMaxPendingBytes: number;
-  /** Messages one worker process applies at once, per kind (plus one slot kept for the express lane). */
-  workerApplyConcurrency: number;
-  /** Bytes of fetched, unapplied messages one worker process holds per kind; a partition over its share is paused. */
-  workerBufferBytes: number;
-  logLevel: z.infer<typeof configSchema>['LOG_LEVEL'];
-  authCacheTtlMs: number;
-  /** Refused credentials per client address and minute before they are answered 429 (valid ones never are). */
-  authFailuresPerMinute: number;
-  /**
-   * Proxies in front of the gateway that each append the address they saw to X-Forwarded-For: the
-   * client address is the entry this many from the right. 0: the header is ignored (the TCP peer).
-   */
-  trustedProxies: number;
-  rateLimitPerMinute: number;
-  /** Most points of a client's window a gateway replica leases from PostgreSQL at once. */
-  rateLimitLeaseMax: number;
-  bodyLimitBytes: number;
-  /** A request body must arrive within this (408 beyond). */
-  bodyReadTimeoutMs: number;
-  /** Body bytes per second one client may send to one gateway replica (rate-limit/upload-quota.ts). */
-  uploadBytesPerSecond: number;
-  /** The same for all of one tenant's clients together. */
-  uploadBytesPerSecondPerTenant: number;
-  /** Share of an operation's in-flight slots one Integration Client may hold. */
-  inFlightClientSharePercent: number;
-  /** The same for all of one tenant's Integration Clients together. */
-  inFlightTenantSharePercent: number;
-  healthCheckTimeoutMs: number;
-  shutdownTimeoutMs: number;
-  inboundBatchMaxTargets: number;
-  inboundBatchMaxBytes: number;
-  /** Targets are cut into Kafka messages of at most this many bytes. */
-  inboundChunkMaxBytes: number;
-  inboundMaxInFlight: number;
-  /** Imports of at most this many accepted targets (in one chunk) take the express lane (0: none do). */
-  inboundExpressMaxTargets: number;
-  /** Worker threads that parse and validate large inbound batches off the event loop. */
-  inboundParseThreads: number;
-  importJobsMaxTake: number;
-  /** How long a worker waits for the edge record a message names before dropping it as an orphan. */
-  orphanGraceMs: number;
-  /** Route suggestion drafts one gateway computes at once (worker threads). */
-  routeSuggestionMaxInFlight: number;
-  /** Wall-clock budget of one draft's computation (422 beyond; the computation is stopped). */
-  routeSuggestionBudgetMs: number;
-  /** Resident bytes the gateway keeps under by refusing work (gateway/memory/); auto: the container's limit. */
-  gatewayMemoryBudget: number | 'auto' | 'off';
-  /** PEM of the access-token signing key, or '' (then generated: see oauthKeyEncryptionKey). */
-  oauthSigningKey: string;
-  /** iss of access tokens, checked on /connect/v1. */
-  oauthIssuer: string;
-  /** aud of access tokens, checked on /connect/v1. */
-  oauthAudience: string;
-  oauthTokenTtlSeconds: number;
-  /** base64 key (32 bytes) that encrypts the stored signing key, or '' (per-replica keys, nothing secret stored). */
-  oauthKeyEncryptionKey: string;
-  /** Retired encryption keys (base64, comma-separated), only to decrypt and re-encrypt what they encrypted. */
-  oauthKeyEncryptionKeysPrevious: string;
-  /** Token endpoint: requests per minute per authenticated client, per gateway replica (429 slow_down beyond). */
-  oauthTokenClientLimitPerMinute: number;
-  /** Token endpoint: unauthenticated requests per minute per client address and replica (429 slow_down beyond). */
-  oauthTokenAddressLimitPerMinute: number;
-  /** Per-attempt timeout of a webhook POST (connect, response and body). */
-  webhookTimeoutMs: number;
-  /** Delays in ms before the 2nd, 3rd, … attempt (±20% jitter); after the last, the delivery gives up. */
-  webhookRetryScheduleMs: number[];
-  webhookPollIntervalMs: number;
-  /** Webhook attempts one dispatcher process makes at once. */
-  webhookConcurrency: number;
-  /** Allow endpoints on loopback, private, link-local … addresses (development, tests). */
-  webhookAllowPrivateTargets: boolean;
-  /** Endpoints one client may register through the API (409 beyond). */
-  webhookEndpointsPerClient: number;
-  /** Events (with their deliveries and attempts) older than this are pruned by the dispatcher. */
-  eventRetentionMs: number;
-  eventPruneIntervalMs: number;
-  /** Longest `wait` of GET /api/v1/events. */
-  eventFeedMaxWaitSeconds: number;
-  /** Long-polls one client, one tenant and all clients may have waiting on one gateway (429 beyond). */
-  eventFeedWaitersPerClient: number;
-  eventFeedWaitersPerTenant: number;
-  eventFeedWaitersMax: number;
-  workers: string[];
-  /** Touched every 10 s by the worker runner when set (container liveness). */
-  workerHeartbeatFile: string;
-  /** Listen address of a worker process's /metrics, /livez and /readyz. */
-  workerHttpHost: string;
-  /** Their port (0: any free port; the runner prints the URL). */
-  workerHttpPort: number;
-  /** WORKER_ID, else host:pid: who applied a message, in the ledgers (admin CLI `trace`). */
-  workerId: string;
-};
+export type Config = z.output<typeof configSchema>;
+
+/** Every setting, in the order of the reference. */
+export const configSettings = settingsOf(configSchema);
 
 export class ConfigError extends Error {}
 
-type KafkaSecurityEnv = Pick<
-  z.infer<typeof configSchema>,
-  | Extract<keyof z.infer<typeof configSchema>, `KAFKA_S${string}`>
-  | 'KAFKA_TOPIC_REPLICATION_FACTOR'
-  | 'KAFKA_TOPIC_MIN_INSYNC_REPLICAS'
->;
-
-/** The first inconsistency among the Kafka security and topic settings, if any. */
-function kafkaSecurityProblem(c: KafkaSecurityEnv): { variable: string; message: string } | null {
-  const sasl = c.KAFKA_SECURITY_PROTOCOL.startsWith('SASL_');
-  const tls = c.KAFKA_SECURITY_PROTOCOL.endsWith('SSL');
-  if (sasl && !c.KAFKA_SASL_MECHANISM)
-    return {
-      variable: 'KAFKA_SASL_MECHANISM',
-      message: `is required with KAFKA_SECURITY_PROTOCOL=${c.KAFKA_SECURITY_PROTOCOL}`,
-    };
-  if (!sasl && c.KAFKA_SASL_MECHANISM)
-    return { variable: 'KAFKA_SASL_MECHANISM', message: 'needs KAFKA_SECURITY_PROTOCOL=SASL_SSL (or SASL_PLAINTEXT)' };
-  if (['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'].includes(c.KAFKA_SASL_MECHANISM)) {
-    if (!c.KAFKA_SASL_USERNAME)
-      return { variable: 'KAFKA_SASL_USERNAME', message: `is required with ${c.KAFKA_SASL_MECHANISM}` };
-    if (!c.KAFKA_SASL_PASSWORD)
-      return { variable: 'KAFKA_SASL_PASSWORD', message: `is required with ${c.KAFKA_SASL_MECHANISM}` };
-  }
-  if (c.KAFKA_SASL_MECHANISM === 'OAUTHBEARER') {
-    for (const v of [
-      'KAFKA_SASL_OAUTHBEARER_TOKEN_URL',
-      'KAFKA_SASL_OAUTHBEARER_CLIENT_ID',
-      'KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET',
-    ] as const)
-      if (!c[v]) return { variable: v, message: 'is required with KAFKA_SASL_MECHANISM=OAUTHBEARER' };
-  }
-  for (const v of ['KAFKA_SSL_CA_FILE', 'KAFKA_SSL_CERT_FILE', 'KAFKA_SSL_KEY_FILE'] as const)
-    if (c[v] && !tls) return { variable: v, message: 'needs KAFKA_SECURITY_PROTOCOL=SSL or SASL_SSL' };
-  if (Boolean(c.KAFKA_SSL_CERT_FILE) !== Boolean(c.KAFKA_SSL_KEY_FILE))
-    return {
-      variable: c.KAFKA_SSL_CERT_FILE ? 'KAFKA_SSL_KEY_FILE' : 'KAFKA_SSL_CERT_FILE',
-      message: 'client certificate and key go together',
-    };
-  if (
-    c.KAFKA_TOPIC_MIN_INSYNC_REPLICAS > 0 &&
-    c.KAFKA_TOPIC_REPLICATION_FACTOR > 0 &&
-    c.KAFKA_TOPIC_MIN_INSYNC_REPLICAS > c.KAFKA_TOPIC_REPLICATION_FACTOR
-  )
-    return { variable: 'KAFKA_TOPIC_MIN_INSYNC_REPLICAS', message: 'cannot exceed KAFKA_TOPIC_REPLICATION_FACTOR' };
-  return null;
-}
-
-function kafkaSecurityOf(c: KafkaSecurityEnv): KafkaSecurity {
-  const optional = (v: string) => v || undefined;
-  let sasl: KafkaSasl | undefined;
-  if (c.KAFKA_SASL_MECHANISM === 'OAUTHBEARER')
-    sasl = {
-      mechanism: 'OAUTHBEARER',
-      tokenUrl: c.KAFKA_SASL_OAUTHBEARER_TOKEN_URL,
-      clientId: c.KAFKA_SASL_OAUTHBEARER_CLIENT_ID,
-      clientSecret: c.KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET,
-      scope: optional(c.KAFKA_SASL_OAUTHBEARER_SCOPE),
-    };
-  else if (c.KAFKA_SASL_MECHANISM)
-    sasl = { mechanism: c.KAFKA_SASL_MECHANISM, username: c.KAFKA_SASL_USERNAME, password: c.KAFKA_SASL_PASSWORD };
-  return {
-    protocol: c.KAFKA_SECURITY_PROTOCOL,
-    caFile: optional(c.KAFKA_SSL_CA_FILE),
-    certFile: optional(c.KAFKA_SSL_CERT_FILE),
-    keyFile: optional(c.KAFKA_SSL_KEY_FILE),
-    keyPassword: optional(c.KAFKA_SSL_KEY_PASSWORD),
-    sasl,
-  };
-}
-
 /** Parses the environment; throws ConfigError with one line naming the first bad variable. */
-/** Each variable's default as the schema has it, by name ('' where it has none or computes it). */
-export function configDefaults(): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(configSchema.shape).map(([name, schema]) => {
-      const parsed = (schema as z.ZodType).safeParse(undefined);
-      return [name, parsed.success && parsed.data !== undefined ? String(parsed.data) : ''];
-    }),
-  );
-}
-
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  // An empty variable counts as unset, as shells and compose files often export "".
-  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = configSchema.safeParse(present);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const name = String(issue.path[0] ?? 'environment');
-    throw new ConfigError(`invalid configuration: ${name}=${JSON.stringify(env[name] ?? '')}: ${issue.message}`);
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  // Nested as the schema is; an empty variable counts as unset, as shells and compose files often export "".
+  const input: Record<string, unknown> = {};
+  for (const { env: name, path } of configSettings) {
+    let at = input;
+    for (const key of path.slice(0, -1)) at = (at[key] ??= {}) as Record<string, unknown>;
+    if (environment[name]) at[path.at(-1)!] = environment[name];
   }
-  const c = parsed.data;
-  return {
-    host: c.HOST,
-    port: c.PORT,
-    databaseUrl: c.DATABASE_URL,
-    databasePoolMax: c.DATABASE_POOL_MAX,
-    databaseEdgePoolMax: c.DATABASE_EDGE_POOL_MAX,
-    kafkaBrokers: c.KAFKA_BROKERS.split(','),
-    kafkaClientId: c.KAFKA_CLIENT_ID,
-    kafkaTopicPrefix: c.KAFKA_TOPIC_PREFIX,
-    kafkaTopicPartitions: c.KAFKA_TOPIC_PARTITIONS,
-    kafkaTopicReplicationFactor: c.KAFKA_TOPIC_REPLICATION_FACTOR,
-    kafkaTopicMinInsyncReplicas: c.KAFKA_TOPIC_MIN_INSYNC_REPLICAS,
-    kafkaManageTopics: c.KAFKA_MANAGE_TOPICS === 'true',
-    kafkaSecurity: kafkaSecurityOf(c),
-    kafkaProduceTimeoutMs: c.KAFKA_PRODUCE_TIMEOUT_MS,
-    kafkaSessionTimeoutMs: c.KAFKA_SESSION_TIMEOUT_MS,
-    kafkaConsumerStallTimeoutMs: c.KAFKA_CONSUMER_STALL_TIMEOUT_MS,
-    kafkaMaxPendingBytes: c.KAFKA_MAX_PENDING_BYTES,
-    workerApplyConcurrency: c.WORKER_APPLY_CONCURRENCY,
-    workerBufferBytes: c.WORKER_BUFFER_BYTES,
-    logLevel: c.LOG_LEVEL,
-    authCacheTtlMs: c.AUTH_CACHE_TTL_MS,
-    authFailuresPerMinute: c.AUTH_FAILURES_PER_MINUTE,
-    trustedProxies: c.TRUSTED_PROXIES,
-    rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
-    rateLimitLeaseMax: c.RATE_LIMIT_LEASE_MAX,
-    bodyLimitBytes: c.BODY_LIMIT_BYTES,
-    bodyReadTimeoutMs: c.BODY_READ_TIMEOUT_MS,
-    uploadBytesPerSecond: c.UPLOAD_BYTES_PER_SECOND,
-    uploadBytesPerSecondPerTenant: c.UPLOAD_BYTES_PER_SECOND_PER_TENANT,
-    inFlightClientSharePercent: c.IN_FLIGHT_CLIENT_SHARE_PERCENT,
-    inFlightTenantSharePercent: c.IN_FLIGHT_TENANT_SHARE_PERCENT,
-    healthCheckTimeoutMs: c.HEALTH_CHECK_TIMEOUT_MS,
-    shutdownTimeoutMs: c.SHUTDOWN_TIMEOUT_MS,
-    inboundBatchMaxTargets: c.INBOUND_BATCH_MAX_TARGETS,
-    inboundBatchMaxBytes: c.INBOUND_BATCH_MAX_BYTES,
-    inboundChunkMaxBytes: c.INBOUND_CHUNK_MAX_BYTES,
-    inboundMaxInFlight: c.INBOUND_MAX_IN_FLIGHT,
-    inboundExpressMaxTargets: c.INBOUND_EXPRESS_MAX_TARGETS,
-    inboundParseThreads: c.INBOUND_PARSE_THREADS,
-    importJobsMaxTake: c.IMPORT_JOBS_MAX_TAKE,
-    orphanGraceMs: c.ORPHAN_GRACE_MS,
-    routeSuggestionMaxInFlight: c.ROUTE_SUGGESTION_MAX_IN_FLIGHT,
-    routeSuggestionBudgetMs: c.ROUTE_SUGGESTION_BUDGET_MS,
-    gatewayMemoryBudget: c.GATEWAY_MEMORY_BUDGET_BYTES,
-    oauthSigningKey: c.OAUTH_SIGNING_KEY,
-    oauthIssuer: c.OAUTH_ISSUER,
-    oauthAudience: c.OAUTH_AUDIENCE,
-    oauthTokenTtlSeconds: c.OAUTH_TOKEN_TTL_SECONDS,
-    oauthKeyEncryptionKey: c.OAUTH_KEY_ENCRYPTION_KEY,
-    oauthKeyEncryptionKeysPrevious: c.OAUTH_KEY_ENCRYPTION_KEYS_PREVIOUS,
-    oauthTokenClientLimitPerMinute: c.OAUTH_TOKEN_CLIENT_LIMIT_PER_MINUTE,
-    oauthTokenAddressLimitPerMinute: c.OAUTH_TOKEN_ADDRESS_LIMIT_PER_MINUTE,
-    webhookTimeoutMs: c.WEBHOOK_TIMEOUT_MS,
-    webhookRetryScheduleMs: c.WEBHOOK_RETRY_SCHEDULE.split(',').map((v) => Math.round(Number(v) * 1000)),
-    webhookPollIntervalMs: c.WEBHOOK_POLL_INTERVAL_MS,
-    webhookConcurrency: c.WEBHOOK_CONCURRENCY,
-    webhookAllowPrivateTargets: c.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
-    webhookEndpointsPerClient: c.WEBHOOK_ENDPOINTS_PER_CLIENT,
-    eventRetentionMs: c.EVENT_RETENTION_HOURS * 3_600_000,
-    eventPruneIntervalMs: c.EVENT_PRUNE_INTERVAL_MS,
-    eventFeedMaxWaitSeconds: c.EVENT_FEED_MAX_WAIT_SECONDS,
-    eventFeedWaitersPerClient: c.EVENT_FEED_WAITERS_PER_CLIENT,
-    eventFeedWaitersPerTenant: c.EVENT_FEED_WAITERS_PER_TENANT,
-    eventFeedWaitersMax: c.EVENT_FEED_WAITERS_MAX,
-    workers: c.WORKERS.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-    workerHeartbeatFile: c.WORKER_HEARTBEAT_FILE,
-    workerHttpHost: c.WORKER_HTTP_HOST,
-    workerHttpPort: c.WORKER_HTTP_PORT,
-    workerId: c.WORKER_ID.trim() || `${hostname()}:${process.pid}`,
-  };
+  const parsed = configSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const name = configSettings.find((s) => s.path.join('.') === issue.path.join('.'))?.env ?? 'environment';
+  throw new ConfigError(`invalid configuration: ${name}=${JSON.stringify(environment[name] ?? '')}: ${issue.message}`);
 }
 
 /** For entry points: load or print the one-line reason and exit 78 (EX_CONFIG). */
-export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfigOrExit(environment: NodeJS.ProcessEnv = process.env): Config {
   try {
-    return loadConfig(env);
+    return loadConfig(environment);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);

@@ -1,7 +1,7 @@
 // Where a message came from and who handled it, written with what it did (admin CLI `trace`).
+import type { Config } from '../shared/config.js';
 import type { InboundMessage } from '../shared/kafka/bus.js';
 import { logContext } from '../shared/tracing/context.js';
-import type { WorkerDeps } from './worker-kind.js';
 
 export type ApplyStamp = {
   topic: string;
@@ -23,7 +23,7 @@ const traceparent = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/;
 export function applyStamp(
   message: InboundMessage,
   producedAt: string | null,
-  deps: Pick<WorkerDeps, 'config'>,
+  deps: { config: Pick<Config, 'workers'> },
 ): ApplyStamp {
   const fromHeader = traceparent.exec(message.headers.traceparent ?? '')?.[1];
   return {
@@ -31,7 +31,7 @@ export function applyStamp(
     partition: message.partition,
     offset: message.offset,
     producedAt,
-    handledBy: deps.config.workerId,
+    handledBy: deps.config.workers.id,
     traceId: fromHeader ?? logContext().traceId ?? null,
   };
 }

@@ -46,10 +46,10 @@ export async function runWorkerKind(
 ): Promise<RunningKind> {
   const log = deps.logger.child({ worker: kind.name });
   const metrics = deps.metrics ?? noWorkerMetrics;
-  const topics = kind.topics(deps.config);
+  const topics = kind.topics(deps.config.kafka);
   const laneOf = new Map<string, Lane>(topics.map((t) => [t.topic, t.lane ?? 'bulk']));
   const hasExpressLane = [...laneOf.values()].includes('express');
-  const slots = deps.config.workerApplyConcurrency;
+  const slots = deps.config.workers.applyConcurrency;
   const queue = new FairQueue();
   const originOf = (m: InboundMessage) => `${m.topic}/${m.partition}/${m.offset}`;
 
@@ -64,7 +64,7 @@ export async function runWorkerKind(
 
   // Memory: a partition whose unapplied bytes pass its share of WORKER_BUFFER_BYTES is paused.
   const pausedPartitions = new Set<string>();
-  const partitionShare = () => deps.config.workerBufferBytes / Math.max(1, queue.partitionCount);
+  const partitionShare = () => deps.config.workers.bufferBytes / Math.max(1, queue.partitionCount);
   const throttle = (topic: string, partition: number) => {
     const id = `${topic}/${partition}`;
     const bytes = queue.bufferedBytes(topic, partition);
@@ -240,7 +240,7 @@ export async function runWorkerKind(
     return committing;
   };
 
-  await deps.bus.ensureTopics(topicsWithDeadLetters(kind, deps.config));
+  await deps.bus.ensureTopics(topicsWithDeadLetters(kind, deps.config.kafka));
   await group.run(
     topics.map((t) => t.topic),
     {

@@ -1,3 +1,4 @@
+import type { Config } from '../shared/config.js';
 import { edgeWriterDone } from '../shared/edge-lock.js';
 import type { WorkerDeps } from './worker-kind.js';
 
@@ -39,13 +40,13 @@ export async function edgeRecordOrWait<R>(row: R | null | undefined, wait: EdgeW
 
 /** The wait for a message's edge record `recordId`, under this worker's orphan grace. */
 export const edgeWait = (
-  deps: Pick<WorkerDeps, 'config' | 'pool'>,
+  deps: Pick<WorkerDeps, 'pool'> & { config: Pick<Config, 'workers'> },
   producedAt: string,
   recordId: string,
   what: string,
 ): EdgeWait => ({
   producedAt,
-  graceMs: deps.config.orphanGraceMs,
+  graceMs: deps.config.workers.orphanGraceMs,
   writerDone: () => edgeWriterDone(deps.pool, recordId),
   what,
 });

@@ -10,12 +10,12 @@ import { startTracing } from '../shared/tracing/tracing.js';
 
 const config = loadConfigOrExit();
 const tracing = startTracing('connect-workers');
-const logger = createLogger(config.logLevel, 'connect-workers');
-const names = config.workers.length > 0 ? config.workers : Object.keys(workerKinds);
+const logger = createLogger(config.service.logLevel, 'connect-workers');
+const names = config.workers.kinds.length > 0 ? config.workers.kinds : Object.keys(workerKinds);
 const unknown = names.filter((n) => !(n in workerKinds));
 if (unknown.length > 0) {
   process.stderr.write(
-    `invalid configuration: WORKERS=${JSON.stringify(config.workers.join(','))}: unknown kind(s) ${unknown.join(', ')}; ` +
+    `invalid configuration: WORKERS=${JSON.stringify(config.workers.kinds.join(','))}: unknown kind(s) ${unknown.join(', ')}; ` +
       `known: ${Object.keys(workerKinds).join(', ') || '(none)'}\n`,
   );
   process.exit(78);
@@ -30,7 +30,7 @@ try {
     { onListening: (url) => announce('connect-workers', `workers: metrics on ${url}`, { url }) },
   );
   announce('connect-workers', `workers: running ${names.join(', ') || '(no kinds registered)'}`);
-  onShutdownSignal(logger, config.shutdownTimeoutMs, async () => {
+  onShutdownSignal(logger, config.service.shutdownTimeoutMs, async () => {
     await workers.stop();
     await tracing.shutdown(); // buffered spans leave before the process does
   });

@@ -46,20 +46,12 @@ export async function startWorkers(
   retrySchedule?: RetrySchedule,
   serve?: { onListening(url: string): void },
 ): Promise<RunningWorkers> {
-  const pool = createPool(config.databaseUrl, config.databasePoolMax, 'connect-workers', {
+  const pool = createPool(config.database.url, config.database.poolMax, 'connect-workers', {
     onConnectionError: (err) => logger.warn({ err }, 'postgres connection failed'),
   });
-  const bus = createKafkaBus({
-    brokers: config.kafkaBrokers,
-    clientId: `${config.kafkaClientId}-workers`,
-    produceTimeoutMs: config.kafkaProduceTimeoutMs,
-    maxPendingBytes: config.kafkaMaxPendingBytes,
-    logger,
-    security: config.kafkaSecurity,
-    manageTopics: config.kafkaManageTopics,
-  });
+  const bus = createKafkaBus({ ...config.kafka, clientId: `${config.kafka.clientId}-workers`, logger });
   const consumerKinds = kinds.filter((kind): kind is WorkerKind => !isPolling(kind));
-  const groupIdOf = (kind: WorkerKind) => `${config.kafkaTopicPrefix}${kind.groupId}`;
+  const groupIdOf = (kind: WorkerKind) => `${config.kafka.topicPrefix}${kind.groupId}`;
   let state: WorkersState = 'starting';
   const ops = serve
     ? await startWorkerOps({
@@ -69,7 +61,7 @@ export async function startWorkers(
         consumers: consumerKinds.map((kind) => ({
           kind: kind.name,
           groupId: groupIdOf(kind),
-          topics: kind.topics(config).map((t) => t.topic),
+          topics: kind.topics(config.kafka).map((t) => t.topic),
         })),
         pollers: kinds.filter(isPolling).map((kind) => kind.name),
         state: () => state,
@@ -81,8 +73,8 @@ export async function startWorkers(
     : undefined;
   if (ops) serve?.onListening(ops.url);
   // As the gateway does (gateway.ts): refused access or missing managed topics stop the process.
-  bus.declareTopics(consumerKinds.flatMap((kind) => topicsWithDeadLetters(kind, config)));
-  await bus.checkAtStart(config.kafkaProduceTimeoutMs).catch(async (err: unknown) => {
+  bus.declareTopics(consumerKinds.flatMap((kind) => topicsWithDeadLetters(kind, config.kafka)));
+  await bus.checkAtStart(config.kafka.produceTimeoutMs).catch(async (err: unknown) => {
     await ops?.close();
     await bus.close();
     await pool.end();
@@ -91,8 +83,8 @@ export async function startWorkers(
   const deps: WorkerDeps = { config, logger, pool, bus, metrics: ops?.metrics };
   const groups = consumerKinds.map((kind) => {
     const group = bus.consumerGroup(groupIdOf(kind), {
-      sessionTimeoutMs: config.kafkaSessionTimeoutMs,
-      stallTimeoutMs: config.kafkaConsumerStallTimeoutMs,
+      sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+      stallTimeoutMs: config.kafka.consumerStallTimeoutMs,
     });
     group.onCrash((error) => {
       // A non-retriable crash stops kafkajs's consumer for good: exit so a supervisor restarts us.
@@ -119,9 +111,9 @@ export async function startWorkers(
   // Keeps the process alive until a signal arrives, even with no kind to host, and touches the
   // liveness file for container health checks when one is configured.
   const touch = async () => {
-    if (!config.workerHeartbeatFile) return;
+    if (!config.workers.heartbeatFile) return;
     const now = new Date();
-    await utimes(config.workerHeartbeatFile, now, now).catch(() => writeFile(config.workerHeartbeatFile, ''));
+    await utimes(config.workers.heartbeatFile, now, now).catch(() => writeFile(config.workers.heartbeatFile, ''));
   };
   await touch();
   const heartbeat = setInterval(() => void touch().catch(() => undefined), 10_000);

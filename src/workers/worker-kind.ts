@@ -29,7 +29,7 @@ export type WorkerKind = {
   /** Consumer group id (without the topic prefix). */
   groupId: string;
   /** Topics this kind consumes; created at start if missing. */
-  topics(config: Config): KindTopic[];
+  topics(kafka: Config['kafka']): KindTopic[];
   /**
    * Applies one message (messages of one key come in order, one at a time). What a throw means
    * is decided by classifyFailure (see consumer-loop.ts); EdgeRecordPending (edge-record.ts)
@@ -47,5 +47,5 @@ export { deadLetterTopic } from '../shared/dead-letters/headers.js';
  * (max.message.bytes, replication), or a large poison message could never be dead-lettered and
  * would block its partition.
  */
-export const topicsWithDeadLetters = (kind: WorkerKind, config: Config): TopicSpec[] =>
-  kind.topics(config).flatMap(({ lane: _lane, ...t }) => [t, { ...t, topic: deadLetterTopic(t.topic), partitions: 1 }]);
+export const topicsWithDeadLetters = (kind: WorkerKind, kafka: Config['kafka']): TopicSpec[] =>
+  kind.topics(kafka).flatMap(({ lane: _lane, ...t }) => [t, { ...t, topic: deadLetterTopic(t.topic), partitions: 1 }]);

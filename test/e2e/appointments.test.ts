@@ -431,7 +431,7 @@ async function deadLetteredRequest(): Promise<string> {
   const bus = testBus();
   try {
     const ids = { tenantId: suite.demo.tenantId, clientId, requestId: null, correlationId: null };
-    await bus.produce(topicNames(suite.config).appointments, [
+    await bus.produce(topicNames(suite.config.kafka).appointments, [
       {
         key: id,
         value: JSON.stringify(

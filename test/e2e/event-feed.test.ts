@@ -170,7 +170,7 @@ describe('the event feed', () => {
       SELECT feed_seq FROM webhook_events WHERE id = $1)`,
       [old.eventId],
     );
-    expect(await pruneEvents(suite.pool, suite.config.eventRetentionMs)).toBeGreaterThan(0);
+    expect(await pruneEvents(suite.pool, suite.config.events.retentionMs)).toBeGreaterThan(0);
     const gone = await feed(`after=${before}`);
     expect(gone.status).toBe(410);
     expect(gone.body.error).toMatchObject({ code: 'cursor_expired', details: { oldestCursor: middle } });

@@ -300,7 +300,7 @@ describe('the token endpoint throttle', () => {
   });
 
   it('throttles per client address (IPv6 by /64) the requests that do not authenticate, never one that does', async () => {
-    const throttle = createTokenThrottle({ oauthTokenClientLimitPerMinute: 100, oauthTokenAddressLimitPerMinute: 2 });
+    const throttle = createTokenThrottle({ tokenClientLimitPerMinute: 100, tokenAddressLimitPerMinute: 2 });
     let issued = 0;
     const [route] = oauthRoutes(
       {
@@ -312,7 +312,7 @@ describe('the token endpoint throttle', () => {
         keys: undefined as never,
         throttle,
       },
-      { ...suite.config, oauthTokenClientLimitPerMinute: 100, oauthTokenAddressLimitPerMinute: 2 },
+      { ...suite.config.oauth, tokenClientLimitPerMinute: 100, tokenAddressLimitPerMinute: 2 },
     );
     const call = (remoteAddress: string, secret = 'bad') =>
       route!.handler({

@@ -59,7 +59,7 @@ describe('tracing', () => {
     expect(request, 'the gateway request span').toBeDefined();
     const traceId = request.spanContext().traceId;
     // 30 targets: the express lane's topic (inbound.targets.express).
-    const applies = spans.filter((s) => s.name.startsWith(`apply ${suite.config.kafkaTopicPrefix}inbound.targets`));
+    const applies = spans.filter((s) => s.name.startsWith(`apply ${suite.config.kafka.topicPrefix}inbound.targets`));
     expect(applies.length, 'worker spans').toBeGreaterThan(0);
     for (const apply of applies) {
       expect(apply.spanContext().traceId).toBe(traceId);

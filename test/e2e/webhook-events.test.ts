@@ -153,7 +153,7 @@ describe('webhook events of the workers', () => {
           },
         ],
       );
-      await bus.produce(topicNames(suite.config).inboundTargets, [poison]);
+      await bus.produce(topicNames(suite.config.kafka).inboundTargets, [poison]);
     } finally {
       await bus.close();
     }

@@ -861,13 +861,13 @@ async function messagesByKey(config: Config, keys: string[], readMs = 15_000): P
   const found = new Map<string, string[]>();
   const wanted = new Set(keys);
   const bus = createKafkaBus({
-    brokers: config.kafkaBrokers,
+    brokers: config.kafka.brokers,
     clientId: `fault-diagnosis-${randomBytes(3).toString('hex')}`,
     logger: createLogger('silent', 'fault-diagnosis'),
   });
   try {
-    const group = bus.consumerGroup(`${config.kafkaTopicPrefix}diagnosis-${randomBytes(3).toString('hex')}`);
-    const names = topicNames(config);
+    const group = bus.consumerGroup(`${config.kafka.topicPrefix}diagnosis-${randomBytes(3).toString('hex')}`);
+    const names = topicNames(config.kafka);
     await withDeadline(
       group.run(
         [names.jobs, names.inboundTargets, names.inboundTargetsExpress],
@@ -882,7 +882,7 @@ async function messagesByKey(config: Config, keys: string[], readMs = 15_000): P
             }
             const list = found.get(m.key) ?? [];
             list.push(
-              `${m.topic.slice(config.kafkaTopicPrefix.length)}/${m.partition}/${m.offset}(producedAt ${producedAt})`,
+              `${m.topic.slice(config.kafka.topicPrefix.length)}/${m.partition}/${m.offset}(producedAt ${producedAt})`,
             );
             found.set(m.key, list);
           }

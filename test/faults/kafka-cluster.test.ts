@@ -249,18 +249,18 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       // down), one once it is back (acknowledged): each usage booked once or not at all.
       materials.send('cluster-usage-during');
 
-      const inbound = `${s.config.kafkaTopicPrefix}inbound.targets`;
+      const inbound = `${s.config.kafka.topicPrefix}inbound.targets`;
       const topicReplication = await replication(inbound);
       const dlqReplication = await replication(`${inbound}.dlq`);
       const leader = await busiestLeader(inbound);
-      const writeTopics = { inbound: [inbound, `${inbound}.express`], jobs: `${s.config.kafkaTopicPrefix}jobs` };
+      const writeTopics = { inbound: [inbound, `${inbound}.express`], jobs: `${s.config.kafka.topicPrefix}jobs` };
       const leaders = await leadersOf(cluster.plaintextBrokers, [...writeTopics.inbound, writeTopics.jobs]);
 
       const fault = load.faultStart();
       await cluster.kill(leader);
       load.markDown();
       materials.send('cluster-usage-kill');
-      // Until Kafka elects new leaders for its partitions (seconds), writes to the others go on.
+      // Until Kafka fences the dead broker and elects new leaders for its partitions (seconds).
       const moved = await waitFor(
         async () => !(await stillLeads(cluster.plaintextBrokers, [...writeTopics.inbound, writeTopics.jobs], leader)),
         120_000,
@@ -305,9 +305,9 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       expect.soft(dlqReplication, `replication of ${inbound}.dlq`).toEqual({ replicas: [3], minInsyncReplicas: '2' });
       expect.soft(servedWithoutIt, `writes acknowledged with broker ${leader} SIGKILLed`).toBe(true);
       expect.soft(moved, `broker ${leader}'s partitions got new leaders`).toBe(true);
-      // Not asserted yet (issue 29, open): writes to partitions of live leaders acknowledged before
-      // the lost ones had new leaders were 0 before and after per-partition send queues; kafkajs
-      // holds them. The figure is printed above (failover-figures.ts).
+      // Writes to partitions of live leaders wait as long as the lost ones: with acks=all the dead
+      // broker holds every partition it replicates until the cluster fences it, whatever the client
+      // (npm run bench:failover). The figure is printed above (failover-figures.ts), not asserted.
       expect.soft(resumed, `every worker kind applied again after the kill: ${JSON.stringify(applied)}`).toBe(true);
       expect.soft(recovered, 'writes acknowledged after it came back').toBe(true);
       expect.soft(caughtUp, `broker ${leader} back in the in-sync replicas of every partition`).toBe(true);
@@ -333,7 +333,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       load.start();
       const warm = await load.waitForAcks(30, 0, 120_000);
       // The group the load feeds without pause (its writes keep coming while the broker is away).
-      const groupId = `${s.config.kafkaTopicPrefix}jobs`;
+      const groupId = `${s.config.kafka.topicPrefix}jobs`;
       const coordinator = await coordinatorOf(cluster.plaintextBrokers, groupId);
 
       const fault = load.faultStart();

@@ -15,7 +15,7 @@ const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true 
   services: Record<string, ComposeService>;
 };
 const shutdownMs = (env: Record<string, string> = {}) =>
-  loadConfig({ SHUTDOWN_TIMEOUT_MS: env.SHUTDOWN_TIMEOUT_MS || undefined }).shutdownTimeoutMs;
+  loadConfig({ SHUTDOWN_TIMEOUT_MS: env.SHUTDOWN_TIMEOUT_MS || undefined }).service.shutdownTimeoutMs;
 
 describe('grace periods', () => {
   it('compose gives the gateway and the workers more than their shutdown timeout', () => {

@@ -66,15 +66,15 @@ async function cli(...argv: string[]): Promise<any> {
     stderr: sink((s) => (err += s)),
     env: {
       DATABASE_URL: suite.db.url,
-      KAFKA_BROKERS: suite.config.kafkaBrokers.join(','),
-      KAFKA_TOPIC_PREFIX: suite.config.kafkaTopicPrefix,
+      KAFKA_BROKERS: suite.config.kafka.brokers.join(','),
+      KAFKA_TOPIC_PREFIX: suite.config.kafka.topicPrefix,
     },
   });
   if (code !== 0) throw new Error(`admin ${argv.join(' ')} exited ${code}: ${err}`);
   return JSON.parse(out);
 }
 
-const kind = (name: string) => deadLetterKinds(suite.config).find((k) => k.name === name)!;
+const kind = (name: string) => deadLetterKinds(suite.config.kafka).find((k) => k.name === name)!;
 const depth = async (name: string) => {
   const topic = kind(name).dlqTopic;
   return (await queries.deadLetterDepths(new Map([[topic, await bus.topicOffsets(topic, 10_000)]]))).get(topic);
@@ -262,7 +262,7 @@ describe('dead letters (issue 27)', () => {
     ]);
     await eventually(
       async () =>
-        (await bus.consumerLag(`${suite.config.kafkaTopicPrefix}inbound`, [kind('inbound').topic], 10_000)).every(
+        (await bus.consumerLag(`${suite.config.kafka.topicPrefix}inbound`, [kind('inbound').topic], 10_000)).every(
           (l) => l.lag === 0,
         )
           ? true

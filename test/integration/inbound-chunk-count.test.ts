@@ -30,7 +30,7 @@ afterAll(async () => {
 
 describe('inbound chunks read without parsing their items', () => {
   it('dead-letters a chunk whose item count is wrong; applies the others exactly', async () => {
-    const topic = topicNames(suite.config).inboundTargets;
+    const topic = topicNames(suite.config.kafka).inboundTargets;
     workers = await startWorkers(suite.config, createLogger('silent', 'chunk-count'), [inboundWorker]);
     bus = testBus();
     const dlq: InboundMessage[] = [];

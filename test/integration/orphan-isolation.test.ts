@@ -60,9 +60,9 @@ describe('orphan isolation (issue 24, finding 2)', () => {
     'an orphan waiting for its edge record holds only its own key: every other import completes meanwhile',
     async () => {
       const config = suite.config;
-      const { inboundTargets, inboundTargetsExpress } = topicNames(config);
+      const { inboundTargets, inboundTargetsExpress } = topicNames(config.kafka);
       const topics = [inboundTargets, inboundTargetsExpress];
-      const groupId = `${config.kafkaTopicPrefix}${inboundWorker.groupId}`;
+      const groupId = `${config.kafka.topicPrefix}${inboundWorker.groupId}`;
       const sink = new Writable({ write: (_chunk, _enc, done) => done() });
       let metricsUrl = '';
       workers = await startWorkers(config, createLogger('warn', 'orphan-workers', sink), [inboundWorker], undefined, {

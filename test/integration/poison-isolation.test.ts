@@ -83,7 +83,7 @@ describe('poison isolation (issue 12)', () => {
     "dead-letters another tenant's poison at once: each poison attempted once, every good message applied once",
     async () => {
       const config = suite.config;
-      const topic = topicNames(config).inboundTargets;
+      const topic = topicNames(config.kafka).inboundTargets;
       workers = await startWorkers(config, createLogger('info', 'poison-workers', sink), [inboundWorker], {
         ...schedules.messageRetry,
       });

@@ -56,7 +56,7 @@ beforeAll(async () => {
   });
   await worker.running();
   bus = testBus();
-  const topics = topicNames(suite.config);
+  const topics = topicNames(suite.config.kafka);
   const reader = bus.consumerGroup(uniqueName('trace-reader'));
   await reader.run(
     [topics.inboundTargets, topics.inboundTargetsExpress, topics.jobs],
@@ -164,7 +164,7 @@ describe('admin trace', () => {
     // Sound, sent twice: applied once, then skipped.
     const twice = await insertImportJob(suite.pool, caller);
     const [good] = chunkMessages(String(twice), 'fixture', cutIntoChunks(items.slice(0, 1), 1 << 20), ids);
-    const topic = topicNames(suite.config).inboundTargets;
+    const topic = topicNames(suite.config.kafka).inboundTargets;
     await bus.produce(topic, [{ ...wrong!, value: wrongValue }, good!]);
     await eventually(async () =>
       (await traceJson('import-job', String(twice))).status === 'Completed' ? true : undefined,
@@ -227,7 +227,7 @@ describe('admin trace', () => {
       expect.objectContaining({ chunk: null, state: 'handled', how: 'applied', handledBy: workerId, traceId }),
     ]);
     const m = t.messages[0]!;
-    expect(m.topic).toBe(topicNames(suite.config).jobs);
+    expect(m.topic).toBe(topicNames(suite.config.kafka).jobs);
     const held = await eventually(() => seen.get(`${m.topic}/${m.partition}@${m.offset}`));
     expect(held.value!.toString()).toContain(res.body.fieldJobId);
     expect(t.webhooks.map((e) => e.type)).toEqual(['field_job.created']);

@@ -88,10 +88,10 @@ describe('webhook leases', () => {
     }) as unknown as Pool['query'];
 
     const a = capturedLogger('test-webhooks-a');
-    const late = startDispatcher({ config, logger: a.logger, pool: latePool });
+    const late = startDispatcher({ webhooks: config.webhooks, logger: a.logger, pool: latePool });
     await eventually(() => (heldBack.length > 0 ? true : undefined), 30_000, "A's first claim");
     const b = startDispatcher({
-      config,
+      webhooks: config.webhooks,
       logger: createLogger('silent', 'test-webhooks-b'),
       pool: dispatcherPool('test-b'),
     });

@@ -73,7 +73,11 @@ describe('webhook dispatcher and a PostgreSQL outage', () => {
       const ids = await raise(clientId, events);
 
       const { logger, lines } = capturedLogger('test-webhooks-outage');
-      const dispatcher = startDispatcher({ config, logger, pool: survivingPool(pg.url, 10, 'test-dispatcher') });
+      const dispatcher = startDispatcher({
+        webhooks: config.webhooks,
+        logger,
+        pool: survivingPool(pg.url, 10, 'test-dispatcher'),
+      });
       const logged = (msg: string) => lines.filter((l) => String(l.msg).startsWith(msg));
       try {
         await eventually(() => (receiver.heldCount() === held ? true : undefined), 60_000, 'held requests');
@@ -142,7 +146,11 @@ describe('webhook dispatcher and a PostgreSQL outage', () => {
       const path = `/hook/${randomUUID()}`;
       await admin(pool, webhookCreate, ['--client', clientId, '--url', receiver.url(path), '--events', 'all']);
       const { logger, lines } = capturedLogger('test-webhooks-idle');
-      const dispatcher = startDispatcher({ config, logger, pool: survivingPool(pg.url, 10, 'test-dispatcher-idle') });
+      const dispatcher = startDispatcher({
+        webhooks: config.webhooks,
+        logger,
+        pool: survivingPool(pg.url, 10, 'test-dispatcher-idle'),
+      });
       const failedPolls = () => lines.filter((l) => l.msg === 'webhook poll failed; retrying');
       try {
         await pg.stop('immediate');

@@ -28,7 +28,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   pool = createPool(db.url, 4, 'test');
   config = testConfig(db.url, { WEBHOOK_POLL_INTERVAL_MS: '50', WEBHOOK_RETRY_SCHEDULE: '0.2' });
-  expect(config.webhookAllowPrivateTargets).toBe(false); // the default
+  expect(config.webhooks.allowPrivateTargets).toBe(false); // the default
   demo = await createDemo(pool);
   clientId = (await createClientWithKey(pool, demo.tenantId, '')).clientId;
   receiver = await startWebhookReceiver();

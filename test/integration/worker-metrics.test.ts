@@ -76,7 +76,7 @@ describe('worker /metrics, /livez, /readyz', () => {
     // Undecodable: dead-lettered at once, no import job to mark.
     const bus = testBus();
     try {
-      await bus.produce(topicNames(suite.config).inboundTargets, [{ key: 'poison', value: 'not json' }]);
+      await bus.produce(topicNames(suite.config.kafka).inboundTargets, [{ key: 'poison', value: 'not json' }]);
     } finally {
       await bus.close();
     }
@@ -85,7 +85,7 @@ describe('worker /metrics, /livez, /readyz', () => {
     const chunks = rows[0].chunks as number;
     expect(chunks).toBeGreaterThan(jobs); // several chunks per job
 
-    const group = `${suite.config.kafkaTopicPrefix}inbound`;
+    const group = `${suite.config.kafka.topicPrefix}inbound`;
     const inbound = { kind: 'inbound' };
     const s = await eventually(
       async () => {
@@ -97,7 +97,7 @@ describe('worker /metrics, /livez, /readyz', () => {
           valueOf(samples, 'worker_messages_total', { ...inbound, outcome: 'dead_lettered' }) === 1 &&
           valueOf(samples, 'import_jobs', { status: 'Completed' }) === jobs &&
           valueOf(samples, 'webhook_deliveries_total', { outcome: 'succeeded' }) === jobs &&
-          lag.length === 2 * suite.config.kafkaTopicPartitions &&
+          lag.length === 2 * suite.config.kafka.topicPartitions &&
           lag.every((l) => l.value === 0);
         return done ? samples : undefined;
       },
@@ -115,7 +115,7 @@ describe('worker /metrics, /livez, /readyz', () => {
     const applyCalls = valueOf(s, 'worker_apply_duration_seconds_count', inbound)!;
     expect(applyCalls).toBeGreaterThanOrEqual(1);
     expect(applyCalls).toBeLessThanOrEqual(chunks);
-    const { inboundTargets, inboundTargetsExpress } = topicNames(suite.config);
+    const { inboundTargets, inboundTargetsExpress } = topicNames(suite.config.kafka);
     for (const l of samplesOf(s, 'kafka_consumer_lag', { group })) {
       expect([inboundTargets, inboundTargetsExpress]).toContain(l.labels.topic);
       expect(l.value).toBe(0);

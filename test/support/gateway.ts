@@ -30,6 +30,6 @@ export async function startTestGateway(config: Config, extraRoutes: RouteDefinit
       done();
     },
   });
-  const gateway = await startGateway(config, createLogger(config.logLevel, 'test-gateway', sink), extraRoutes);
+  const gateway = await startGateway(config, createLogger(config.service.logLevel, 'test-gateway', sink), extraRoutes);
   return { ...gateway, logLines: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }

@@ -5,9 +5,9 @@ import { gatewayNodeFlags } from '../../src/gateway/node-flags.js';
 /** The environment a real service process needs to join a test's config (database, topics). */
 export const processEnv = (config: Config, extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
   ...process.env,
-  DATABASE_URL: config.databaseUrl,
-  KAFKA_BROKERS: config.kafkaBrokers.join(','),
-  KAFKA_TOPIC_PREFIX: config.kafkaTopicPrefix,
+  DATABASE_URL: config.database.url,
+  KAFKA_BROKERS: config.kafka.brokers.join(','),
+  KAFKA_TOPIC_PREFIX: config.kafka.topicPrefix,
   LOG_LEVEL: 'warn',
   ...extra,
 });

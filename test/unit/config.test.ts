@@ -5,19 +5,19 @@ import { ConfigError, loadConfig } from '../../src/shared/config.js';
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const c = loadConfig({});
-    expect(c.port).toBe(8080);
-    expect(c.kafkaBrokers).toEqual(['127.0.0.1:9092']);
-    expect(c.databaseUrl).toBe('postgres://postgres@127.0.0.1:5432/connect');
-    expect(c.rateLimitPerMinute).toBe(600);
-    expect(c.workers).toEqual([]);
-    expect(c.inboundParseThreads).toBe(Math.max(2, availableParallelism() - 1));
+    expect(c.http.port).toBe(8080);
+    expect(c.kafka.brokers).toEqual(['127.0.0.1:9092']);
+    expect(c.database.url).toBe('postgres://postgres@127.0.0.1:5432/connect');
+    expect(c.limits.rateLimitPerMinute).toBe(600);
+    expect(c.workers.kinds).toEqual([]);
+    expect(c.inbound.parseThreads).toBe(Math.max(2, availableParallelism() - 1));
   });
 
   it('parses lists and numbers', () => {
     const c = loadConfig({ KAFKA_BROKERS: 'a:1,b:2', PORT: '9000', WORKERS: 'inbound, materials' });
-    expect(c.kafkaBrokers).toEqual(['a:1', 'b:2']);
-    expect(c.port).toBe(9000);
-    expect(c.workers).toEqual(['inbound', 'materials']);
+    expect(c.kafka.brokers).toEqual(['a:1', 'b:2']);
+    expect(c.http.port).toBe(9000);
+    expect(c.workers.kinds).toEqual(['inbound', 'materials']);
   });
 
   it.each([
@@ -47,6 +47,6 @@ describe('loadConfig', () => {
   });
 
   it('treats an empty variable as unset', () => {
-    expect(loadConfig({ PORT: '' }).port).toBe(8080);
+    expect(loadConfig({ PORT: '' }).http.port).toBe(8080);
   });
 });

@@ -97,7 +97,7 @@ async function harness(
       reported.push(m.offset);
     },
   };
-  const config = { workerApplyConcurrency: options.concurrency ?? 2, workerBufferBytes: 1 << 20 } as Config;
+  const config = { workers: { applyConcurrency: options.concurrency ?? 2, bufferBytes: 1 << 20 } } as Config;
   const deps = { config, logger: createLogger('silent', 'unit'), pool: {} as Pool, bus, metrics };
   const running = await runWorkerKind(kind, group, deps, options.schedule ?? { attempts: 3, baseMs: 1, maxMs: 2 });
   return {

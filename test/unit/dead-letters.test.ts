@@ -7,7 +7,7 @@ import { deadLetterKinds } from '../../src/shared/dead-letters/kinds.js';
 import { envelope } from '../../src/shared/messages.js';
 import { PermanentMessageError } from '../../src/workers/permanent-error.js';
 
-const kinds = deadLetterKinds({ kafkaTopicPrefix: 'p.' });
+const kinds = deadLetterKinds({ topicPrefix: 'p.' });
 const materials = kinds.find((k) => k.name === 'materials')!;
 const tenantId = '0b6f1d8e-3c2a-4f5b-9d7e-1a2b3c4d5e6f';
 const clientId = '1c7f2e9f-4d3b-4a6c-8e8f-2b3c4d5e6f70';

@@ -22,9 +22,9 @@ const refusal = (env: Record<string, string>) => {
 describe('Kafka security settings', () => {
   it('default to plaintext, topics managed, the broker defaults for replication', () => {
     const c = loadConfig({});
-    expect(c.kafkaSecurity).toEqual({ protocol: 'PLAINTEXT' });
-    expect(c.kafkaManageTopics).toBe(true);
-    expect([c.kafkaTopicReplicationFactor, c.kafkaTopicMinInsyncReplicas]).toEqual([-1, 0]);
+    expect(c.kafka.security).toEqual({ protocol: 'PLAINTEXT' });
+    expect(c.kafka.manageTopics).toBe(true);
+    expect([c.kafka.topicReplicationFactor, c.kafka.topicMinInsyncReplicas]).toEqual([-1, 0]);
   });
 
   it('read SASL_SSL with SCRAM and a CA file', () => {
@@ -36,12 +36,12 @@ describe('Kafka security settings', () => {
       KAFKA_SSL_CA_FILE: '/ca.pem',
       KAFKA_MANAGE_TOPICS: 'false',
     });
-    expect(c.kafkaSecurity).toEqual({
+    expect(c.kafka.security).toEqual({
       protocol: 'SASL_SSL',
       caFile: '/ca.pem',
       sasl: { mechanism: 'SCRAM-SHA-512', username: 'svc', password: 'pw' },
     });
-    expect(c.kafkaManageTopics).toBe(false);
+    expect(c.kafka.manageTopics).toBe(false);
   });
 
   it.each([

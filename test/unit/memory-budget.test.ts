@@ -105,9 +105,9 @@ describe('container memory limit', () => {
   });
 
   it('reads GATEWAY_MEMORY_BUDGET_BYTES: auto by default, off, or at least 256 MiB', () => {
-    expect(loadConfig({}).gatewayMemoryBudget).toBe('auto');
-    expect(loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: 'off' }).gatewayMemoryBudget).toBe('off');
-    expect(loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: '805306368' }).gatewayMemoryBudget).toBe(768 * MiB);
+    expect(loadConfig({}).limits.memoryBudget).toBe('auto');
+    expect(loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: 'off' }).limits.memoryBudget).toBe('off');
+    expect(loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: '805306368' }).limits.memoryBudget).toBe(768 * MiB);
     expect(() => loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: '1000' })).toThrow(ConfigError);
     expect(() => loadConfig({ GATEWAY_MEMORY_BUDGET_BYTES: 'lots' })).toThrow(ConfigError);
   });

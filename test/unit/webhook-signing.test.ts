@@ -137,7 +137,7 @@ describe('webhook target policy', () => {
 
 describe('webhook retry schedule', () => {
   it('defaults to about a day over 8 attempts, with ±20% jitter, then gives up', () => {
-    const { webhookRetryScheduleMs: schedule } = loadConfig({});
+    const { retryScheduleMs: schedule } = loadConfig({}).webhooks;
     expect(schedule).toHaveLength(7);
     const total = schedule.reduce((a, b) => a + b, 0);
     expect(total / 3_600_000).toBeGreaterThan(20);
@@ -146,7 +146,7 @@ describe('webhook retry schedule', () => {
     expect(listedDelayMs(schedule, 1, () => 1)).toBe(6000);
     expect(listedDelayMs(schedule, 2, () => 0.5)).toBe(300_000);
     expect(listedDelayMs(schedule, 8)).toBeNull();
-    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0.2, 1,2.5' }).webhookRetryScheduleMs).toEqual([200, 1000, 2500]);
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0.2, 1,2.5' }).webhooks.retryScheduleMs).toEqual([200, 1000, 2500]);
     expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '1,-2' })).toThrow(/WEBHOOK_RETRY_SCHEDULE/);
   });
 });

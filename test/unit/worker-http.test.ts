@@ -15,10 +15,10 @@ afterEach(async () => {
 
 describe('worker HTTP configuration', () => {
   it('listens on 0.0.0.0:9464 unless told otherwise; 0 means any free port', () => {
-    expect(loadConfig({})).toMatchObject({ workerHttpHost: '0.0.0.0', workerHttpPort: 9464 });
-    expect(loadConfig({ WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' })).toMatchObject({
-      workerHttpHost: '127.0.0.1',
-      workerHttpPort: 0,
+    expect(loadConfig({}).workers).toMatchObject({ httpHost: '0.0.0.0', httpPort: 9464 });
+    expect(loadConfig({ WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' }).workers).toMatchObject({
+      httpHost: '127.0.0.1',
+      httpPort: 0,
     });
     expect(() => loadConfig({ WORKER_HTTP_PORT: '65536' })).toThrow(/^invalid configuration: WORKER_HTTP_PORT="65536"/);
     expect(() => loadConfig({ WORKER_HTTP_PORT: 'metrics' })).toThrow(/WORKER_HTTP_PORT/);

@@ -11,8 +11,8 @@ const kindList = deadLetterKindNames.join(', ');
 
 function deadLettersOf(ctx: Context): DeadLetters {
   if (!ctx.kafka) throw new AdminError('dead-letter commands need Kafka, and this caller has none');
-  const { bus, config } = ctx.kafka();
-  return createDeadLetters({ pool: ctx.pool, bus, config });
+  const { bus, kafka } = ctx.kafka();
+  return createDeadLetters({ pool: ctx.pool, bus, kafka });
 }
 
 function kindsArg(value: string | undefined): string[] {

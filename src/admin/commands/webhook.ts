@@ -25,7 +25,7 @@ import { clientExists } from '../store.js';
 /** WEBHOOK_ALLOW_PRIVATE_TARGETS as the dispatcher reads it (the admin CLI runs with the same environment). */
 function allowPrivateTargets(): boolean {
   try {
-    return loadConfig(process.env).webhookAllowPrivateTargets;
+    return loadConfig(process.env).webhooks.allowPrivateTargets;
   } catch (err) {
     if (err instanceof ConfigError) throw new AdminError(err.message);
     throw err;

@@ -59,7 +59,7 @@ export function submitAppointmentRequest(
     return {
       result: { record: toRecordDto(row), replayed: false },
       produce: {
-        topic: topicNames(deps.config).appointments,
+        topic: topicNames(deps.config.kafka).appointments,
         recordId: id,
         messages: [
           {

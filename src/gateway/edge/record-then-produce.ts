@@ -14,7 +14,13 @@ import { causeOfEdgeWait, edgeTransactionsOf } from './edge-wait.js';
  * writes; `pool` what works across tenants (authentication, rate limits, health). Both tenant
  * pools are scoped (shared/db/tenant-scope.ts).
  */
-export type WriteDeps = { pool: Pool; tenantPool: TenantPool; edgePool: TenantPool; bus: MessageBus; config: Config };
+export type WriteDeps = {
+  pool: Pool;
+  tenantPool: TenantPool;
+  edgePool: TenantPool;
+  bus: MessageBus;
+  config: Pick<Config, 'kafka' | 'inbound'>;
+};
 
 export type EdgeWrite<T> = {
   result: T;

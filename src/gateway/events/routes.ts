@@ -8,9 +8,9 @@ import type { EventWaits } from './notifications.js';
 import { eventPageSchema, listEventsQuery } from './schemas.js';
 import { readFeedPage, type FeedPage } from './store.js';
 
-const retentionHours = (config: Config) => Math.round(config.eventRetentionMs / 3_600_000);
+const retentionHours = (events: Config['events']) => Math.round(events.retentionMs / 3_600_000);
 
-export const eventRoutes = (pool: Pool, config: Config, waits: EventWaits): RouteDefinition[] => [
+export const eventRoutes = (pool: Pool, events: Config['events'], waits: EventWaits): RouteDefinition[] => [
   defineRoute({
     method: 'get',
     path: '/api/v1/events',
@@ -21,11 +21,11 @@ export const eventRoutes = (pool: Pool, config: Config, waits: EventWaits): Rout
       'endpoints, in the order they were committed; each event once, at a position that never changes. Pass each ' +
       "page's `next` as `after`. Two readers with the same cursor get the same events. With `wait`, an empty answer " +
       'waits (long-poll) until an event is committed or the time is up. ' +
-      `Events are kept ${retentionHours(config)} hours (EVENT_RETENTION_HOURS); a cursor older than that is 410 ` +
+      `Events are kept ${retentionHours(events)} hours (EVENT_RETENTION_HOURS); a cursor older than that is 410 ` +
       'cursor_expired. See docs/api-guide.md, "Event feed".',
     tag: 'Events',
     auth: 'apiKey',
-    query: listEventsQuery(config.eventFeedMaxWaitSeconds),
+    query: listEventsQuery(events.feedMaxWaitSeconds),
     errorStatuses: [410],
     errorDescriptions: {
       400: 'Invalid query (validation_failed), or a cursor past the end of the feed (not one this API returned).',
@@ -46,7 +46,7 @@ export const eventRoutes = (pool: Pool, config: Config, waits: EventWaits): Rout
         if (after !== null && after < page.prunedThrough) {
           throw new AppError(
             'cursor_expired',
-            `The cursor points before the oldest event kept (events are kept ${retentionHours(config)} hours); read again without after.`,
+            `The cursor points before the oldest event kept (events are kept ${retentionHours(events)} hours); read again without after.`,
             null,
             { oldestCursor: encodeCursor(page.prunedThrough) },
           );

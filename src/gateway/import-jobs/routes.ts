@@ -5,16 +5,16 @@ import { defineRoute, type RouteDefinition } from '../routes/route-definition.js
 import { importJobIdParamsSchema, importJobListSchema, importJobSchema, listImportJobsQuery } from './schemas.js';
 import { findImportJob, listImportJobs } from './store.js';
 
-export const importJobRoutes = (pool: TenantPool, config: Config): RouteDefinition[] => [
+export const importJobRoutes = (pool: TenantPool, inbound: Config['inbound']): RouteDefinition[] => [
   defineRoute({
     method: 'get',
     path: '/api/v1/import-jobs',
     operationId: 'listImportJobs',
     summary: "The caller's own import jobs, newest first",
-    description: `Only jobs created by the calling Integration Client. Paged with skip/take (take ≤ ${config.importJobsMaxTake}; more is a 400).`,
+    description: `Only jobs created by the calling Integration Client. Paged with skip/take (take ≤ ${inbound.importJobsMaxTake}; more is a 400).`,
     tag: 'Import jobs',
     auth: 'apiKey',
-    query: listImportJobsQuery(config.importJobsMaxTake),
+    query: listImportJobsQuery(inbound.importJobsMaxTake),
     responses: { 200: { description: 'A page of import jobs', schema: importJobListSchema } },
     async handler({ query, client }) {
       const page = await pool.run(client.tenantId, (tx) => listImportJobs(tx, client.clientId, query));

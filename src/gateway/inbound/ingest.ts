@@ -54,9 +54,9 @@ export async function ingestTargets(
       const importJobId = String(row.id);
       const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
       const messages = chunkMessages(importJobId, req.sourceSystem, chunks, meta);
-      const topics = topicNames(deps.config);
+      const topics = topicNames(deps.config.kafka);
       // Small imports take the express lane: the workers never queue them behind a bulk backlog.
-      const express = chunks.length === 1 && req.accepted <= deps.config.inboundExpressMaxTargets;
+      const express = chunks.length === 1 && req.accepted <= deps.config.inbound.expressMaxTargets;
       return {
         result: { ...toImportJobDto(row), idempotentReplay: false },
         produce: {

@@ -32,7 +32,7 @@ const responses = {
 };
 
 export function inboundRoutes(deps: Deps, batches: BatchPreparer): RouteDefinition[] {
-  const { config } = deps;
+  const { inbound } = deps.config;
   return [
     defineRoute({
       method: 'post',
@@ -44,7 +44,7 @@ export function inboundRoutes(deps: Deps, batches: BatchPreparer): RouteDefiniti
       auth: 'apiKey',
       body: inboundTargetSchema,
       errorStatuses: [409],
-      maxInFlight: config.inboundMaxInFlight,
+      maxInFlight: inbound.maxInFlight,
       inFlightGroup: 'inbound',
       parseBody(raw, { bytes }): IngestRequest {
         const { sourceSystem, ...fields } = parseOrThrow(inboundTargetSchema, raw, 'body');
@@ -59,7 +59,7 @@ export function inboundRoutes(deps: Deps, batches: BatchPreparer): RouteDefiniti
           rejectedCount: 0,
           errors: [],
           errorsOmitted: 0,
-          chunks: cutIntoChunks([{ index: 0, target: fields }], config.inboundChunkMaxBytes),
+          chunks: cutIntoChunks([{ index: 0, target: fields }], inbound.chunkMaxBytes),
         };
       },
       responses,
@@ -76,15 +76,15 @@ export function inboundRoutes(deps: Deps, batches: BatchPreparer): RouteDefiniti
       description:
         `Partial acceptance: each target is validated on its own. Valid targets are queued in one import job; ` +
         `invalid ones are rejected and listed in errors (index, externalId, field, message). A batch with no valid ` +
-        `target, or an invalid envelope, is a 400 and queues nothing. At most ${config.inboundBatchMaxTargets} targets ` +
-        `and ${config.inboundBatchMaxBytes} bytes (413 beyond). A target sent twice (same sourceSystem and externalId) ` +
+        `target, or an invalid envelope, is a 400 and queues nothing. At most ${inbound.batchMaxTargets} targets ` +
+        `and ${inbound.batchMaxBytes} bytes (413 beyond). A target sent twice (same sourceSystem and externalId) ` +
         `ends as one target holding the later data. ${idempotencyDescription}`,
       tag: 'Inbound targets',
       auth: 'apiKey',
-      body: inboundTargetBatchSchema(config.inboundBatchMaxTargets),
-      bodyLimitBytes: config.inboundBatchMaxBytes,
+      body: inboundTargetBatchSchema(inbound.batchMaxTargets),
+      bodyLimitBytes: inbound.batchMaxBytes,
       errorStatuses: [409, 413],
-      maxInFlight: config.inboundMaxInFlight,
+      maxInFlight: inbound.maxInFlight,
       inFlightGroup: 'inbound',
       // Parsed, validated and serialised off the event loop when large (batch-pool.ts).
       parseRawBody: async (bytes): Promise<IngestRequest> => ({

@@ -127,7 +127,7 @@ export async function createJob(
     return {
       result: answer(201, { fieldJobId, jobNumber, status: 'Created' }),
       produce: {
-        topic: topicNames(deps.config).jobs,
+        topic: topicNames(deps.config.kafka).jobs,
         recordId: fieldJobId,
         messages: [
           {

@@ -171,7 +171,7 @@ export function recordMaterialUsage(
     return {
       result: toResponse(recorded!, false),
       produce: {
-        topic: topicNames(deps.config).workOrderMaterials,
+        topic: topicNames(deps.config.kafka).workOrderMaterials,
         recordId: usageId,
         messages: [
           {

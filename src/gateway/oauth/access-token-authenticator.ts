@@ -32,19 +32,19 @@ const invalid = (message: string) => new AppError('invalid_token', message);
 export function createAccessTokenAuthenticator(
   pool: Pool,
   keys: SigningKeys,
-  config: Pick<Config, 'oauthIssuer' | 'oauthAudience' | 'authCacheTtlMs' | 'oauthTokenTtlSeconds'>,
+  config: Pick<Config, 'oauth' | 'auth'>,
   now: () => number = Date.now,
 ): Authenticator {
   const clients = new Map<string, { row: ClientRow; fetchedAt: number }>();
-  const maxLifetimeSeconds = config.oauthTokenTtlSeconds + clockToleranceSeconds;
+  const maxLifetimeSeconds = config.oauth.tokenTtlSeconds + clockToleranceSeconds;
   const livesTooLong = (p: JWTPayload | undefined) =>
     typeof p?.exp === 'number' && typeof p.iat === 'number' && p.exp - p.iat > maxLifetimeSeconds;
   const tooLong = () =>
-    invalid(`The access token lives longer than this service issues tokens for (${config.oauthTokenTtlSeconds} s).`);
+    invalid(`The access token lives longer than this service issues tokens for (${config.oauth.tokenTtlSeconds} s).`);
 
   async function client(clientId: string): Promise<ClientRow> {
     const hit = clients.get(clientId);
-    if (hit && now() - hit.fetchedAt < config.authCacheTtlMs) return hit.row;
+    if (hit && now() - hit.fetchedAt < config.auth.cacheTtlMs) return hit.row;
     let row: ClientRow;
     try {
       const { rows } = await pool.query(
@@ -79,13 +79,13 @@ export function createAccessTokenAuthenticator(
           return key.publicKey;
         },
         {
-          issuer: config.oauthIssuer,
-          audience: config.oauthAudience,
+          issuer: config.oauth.issuer,
+          audience: config.oauth.audience,
           typ: 'at+jwt',
           algorithms: ['ES256', 'EdDSA'],
           clockTolerance: clockToleranceSeconds,
           // iat present, not after now + tolerance, and not older than the lifetime + tolerance.
-          maxTokenAge: config.oauthTokenTtlSeconds,
+          maxTokenAge: config.oauth.tokenTtlSeconds,
           requiredClaims: ['exp', 'iat', 'sub', 'jti', 'client_id', 'scope'],
           currentDate: new Date(now()),
         },

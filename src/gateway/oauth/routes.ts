@@ -19,14 +19,7 @@ const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 /** The token endpoint and the JWKS: no bearer token (the token endpoint authenticates the client itself). */
 export function oauthRoutes(
   deps: { issue: TokenIssuer; keys: SigningKeys; throttle: Pick<TokenThrottle, 'failure'> },
-  config: Pick<
-    Config,
-    | 'oauthIssuer'
-    | 'oauthAudience'
-    | 'oauthTokenTtlSeconds'
-    | 'oauthTokenClientLimitPerMinute'
-    | 'oauthTokenAddressLimitPerMinute'
-  >,
+  oauth: Config['oauth'],
 ): RouteDefinition[] {
   return [
     defineRoute({
@@ -39,13 +32,13 @@ export function oauthRoutes(
         'form fields client_id and client_secret, not both. client_id is the Integration Client id, client_secret ' +
         'one of its API keys (not revoked, not expired). Body `application/x-www-form-urlencoded` with ' +
         '`grant_type=client_credentials` and optionally `scope` (space-separated). The token is a JWT (RFC 9068, ' +
-        `\`typ: at+jwt\`, ES256 or EdDSA) with iss \`${config.oauthIssuer}\`, aud \`${config.oauthAudience}\`, ` +
-        `sub and client_id = the client id, scope, iat, exp (${config.oauthTokenTtlSeconds} s later) and jti; its ` +
+        `\`typ: at+jwt\`, ES256 or EdDSA) with iss \`${oauth.issuer}\`, aud \`${oauth.audience}\`, ` +
+        `sub and client_id = the client id, scope, iat, exp (${oauth.tokenTtlSeconds} s later) and jti; its ` +
         `verification keys are at ${jwksPath}. It carries the API key's appointment scopes ` +
         `(${tokenScopes.join(', ')}) or the subset asked for; a key with none gets invalid_scope. Errors are RFC 6749 ` +
         '§5.2 bodies (OAuthErrorResponse) for 400, 401 and 429; 413, 415, 500 and 503 use the standard shape. ' +
-        `Throttled per gateway replica: ${config.oauthTokenClientLimitPerMinute} requests per ` +
-        `${throttleWindowSeconds} s that authenticate as one client, and ${config.oauthTokenAddressLimitPerMinute} ` +
+        `Throttled per gateway replica: ${oauth.tokenClientLimitPerMinute} requests per ` +
+        `${throttleWindowSeconds} s that authenticate as one client, and ${oauth.tokenAddressLimitPerMinute} ` +
         `per ${throttleWindowSeconds} s that do not (invalid_client, invalid_request) from one client address ` +
         '(IPv6: per /64); beyond, 429 slow_down with Retry-After. Failures from an address never refuse a valid ' +
         'secret from it. A token is meant to be kept until it expires. ' +
@@ -133,7 +126,7 @@ export function oauthRoutes(
       description:
         'Every key whose tokens the gateway accepts, by kid (RFC 7517). Gateway replicas publish their keys through ' +
         "PostgreSQL (one shared key, or one per replica), so any replica verifies any replica's tokens. Verifiers " +
-        `should allow ${clockToleranceSeconds} s of clock skew, refuse tokens whose exp - iat exceeds ${config.oauthTokenTtlSeconds} s, ` +
+        `should allow ${clockToleranceSeconds} s of clock skew, refuse tokens whose exp - iat exceeds ${oauth.tokenTtlSeconds} s, ` +
         'and fetch the set again when they meet an unknown kid.',
       tag: 'OAuth',
       auth: 'none',

@@ -22,17 +22,22 @@ export type OAuth = {
  * signing key is loaded (or created) in the background; a failure is logged and retried on use.
  * Malformed key settings throw here, so the gateway does not start.
  */
-export function createOAuth(deps: { pool: Pool; config: Config; logger: Logger; keyRecords: KeyRecords }): OAuth {
+export function createOAuth(deps: {
+  pool: Pool;
+  config: Pick<Config, 'oauth' | 'auth'>;
+  logger: Logger;
+  keyRecords: KeyRecords;
+}): OAuth {
   const { pool, config, logger } = deps;
-  const keys = createSigningKeys(pool, config, logger);
+  const keys = createSigningKeys(pool, config.oauth, logger);
   // Warm up at start (failures are logged inside). A key of this replica's own is made when first
   // needed instead, so a gateway that keeps restarting does not fill the JWKS with unused keys.
   if (keys.mode !== 'replica') keys.signingKey().catch(() => undefined);
-  const throttle = createTokenThrottle(config);
+  const throttle = createTokenThrottle(config.oauth);
   const issue = createTokenIssuer(deps.keyRecords, keys, config, throttle);
   return {
     keys,
     authenticate: createAccessTokenAuthenticator(pool, keys, config),
-    routes: () => oauthRoutes({ issue, keys, throttle }, config),
+    routes: () => oauthRoutes({ issue, keys, throttle }, config.oauth),
   };
 }

@@ -48,10 +48,7 @@ export type SigningKeys = {
   publicJwks(): Promise<PublicJwk[]>;
 };
 
-export type SigningKeyOptions = Pick<
-  Config,
-  'oauthSigningKey' | 'oauthKeyEncryptionKey' | 'oauthKeyEncryptionKeysPrevious'
->;
+export type SigningKeyOptions = Pick<Config['oauth'], 'signingKey' | 'keyEncryptionKey' | 'keyEncryptionKeysPrevious'>;
 
 const advisoryLockId = 4_207_117_306;
 const refreshMinIntervalMs = 5_000;
@@ -110,12 +107,12 @@ export function createSigningKeys(
   logger: Logger,
   now: () => number = Date.now,
 ): SigningKeys {
-  const envKey = options.oauthSigningKey ? parseSigningKeyPem(options.oauthSigningKey) : null;
-  const kek = options.oauthKeyEncryptionKey
-    ? parseKeyEncryptionKey(options.oauthKeyEncryptionKey, 'OAUTH_KEY_ENCRYPTION_KEY')
+  const envKey = options.signingKey ? parseSigningKeyPem(options.signingKey) : null;
+  const kek = options.keyEncryptionKey
+    ? parseKeyEncryptionKey(options.keyEncryptionKey, 'OAUTH_KEY_ENCRYPTION_KEY')
     : null;
   const previous = parseKeyEncryptionKeys(
-    options.oauthKeyEncryptionKeysPrevious,
+    options.keyEncryptionKeysPrevious,
     'OAUTH_KEY_ENCRYPTION_KEYS_PREVIOUS',
   ).filter((k) => k.id !== kek?.id);
   if (previous.length > 0 && !kek) {

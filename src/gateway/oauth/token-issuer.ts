@@ -73,7 +73,7 @@ function clientCredentials(req: TokenRequest): Credentials {
 export function createTokenIssuer(
   records: KeyRecords,
   keys: SigningKeys,
-  config: Pick<Config, 'oauthIssuer' | 'oauthAudience' | 'oauthTokenTtlSeconds' | 'authCacheTtlMs'>,
+  config: Pick<Config, 'oauth' | 'auth'>,
   throttle: Pick<TokenThrottle, 'client'>,
   now: () => number = Date.now,
 ) {
@@ -102,7 +102,7 @@ export function createTokenIssuer(
       return null;
     };
     const asked = now();
-    const cached = await records.lookup(hash, config.authCacheTtlMs);
+    const cached = await records.lookup(hash, config.auth.cacheTtlMs);
     const refusedCached = refusal(cached);
     if (refusedCached) throw refusedCached;
     await throttle.client(cached!.clientId);
@@ -140,14 +140,14 @@ export function createTokenIssuer(
     const clientId = record!.clientId;
     const accessToken = await new SignJWT({ client_id: clientId, scope })
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
-      .setIssuer(config.oauthIssuer)
-      .setAudience(config.oauthAudience)
+      .setIssuer(config.oauth.issuer)
+      .setAudience(config.oauth.audience)
       .setSubject(clientId)
       .setIssuedAt(iat)
-      .setExpirationTime(iat + config.oauthTokenTtlSeconds)
+      .setExpirationTime(iat + config.oauth.tokenTtlSeconds)
       .setJti(randomUUID())
       .sign(key.privateKey);
-    return { access_token: accessToken, token_type: 'Bearer', expires_in: config.oauthTokenTtlSeconds, scope };
+    return { access_token: accessToken, token_type: 'Bearer', expires_in: config.oauth.tokenTtlSeconds, scope };
   };
 }
 

@@ -23,16 +23,16 @@ export type TokenThrottle = {
 };
 
 export function createTokenThrottle(
-  config: Pick<Config, 'oauthTokenClientLimitPerMinute' | 'oauthTokenAddressLimitPerMinute'>,
+  oauth: Pick<Config['oauth'], 'tokenClientLimitPerMinute' | 'tokenAddressLimitPerMinute'>,
 ): TokenThrottle {
   const byAddress = new RateLimiterMemory({
     keyPrefix: 'oauth-token-address',
-    points: config.oauthTokenAddressLimitPerMinute,
+    points: oauth.tokenAddressLimitPerMinute,
     duration: throttleWindowSeconds,
   });
   const byClient = new RateLimiterMemory({
     keyPrefix: 'oauth-token-client',
-    points: config.oauthTokenClientLimitPerMinute,
+    points: oauth.tokenClientLimitPerMinute,
     duration: throttleWindowSeconds,
   });
 
@@ -58,14 +58,9 @@ export function createTokenThrottle(
         byAddress,
         addressKey(address),
         'unauthenticated token requests from this address',
-        config.oauthTokenAddressLimitPerMinute,
+        oauth.tokenAddressLimitPerMinute,
       ),
     client: (clientId) =>
-      consume(
-        byClient,
-        clientId.toLowerCase(),
-        'token requests for this client',
-        config.oauthTokenClientLimitPerMinute,
-      ),
+      consume(byClient, clientId.toLowerCase(), 'token requests for this client', oauth.tokenClientLimitPerMinute),
   };
 }

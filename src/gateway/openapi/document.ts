@@ -240,7 +240,7 @@ function describeService(limits: DocumentLimits): string {
       'bounded retries goes to `<topic>.dlq` and its record is marked failed):',
     '',
     ...(Object.keys(topicPurposes) as TopicName[]).map(
-      (name) => `- \`${topicNames({ kafkaTopicPrefix: '<prefix>' })[name]}\`: ${topicPurposes[name]}`,
+      (name) => `- \`${topicNames({ topicPrefix: '<prefix>' })[name]}\`: ${topicPurposes[name]}`,
     ),
     '',
     '## Errors',

@@ -25,7 +25,7 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
   const logger = createLogger('silent', 'openapi');
   const pool = createPool(nowhere, 1, 'openapi');
   const tenantPool = createTenantPool(nowhere, 1, 'openapi');
-  const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: 'openapi', logger });
+  const bus = createKafkaBus({ brokers: config.kafka.brokers, clientId: 'openapi', logger });
   const unused = (): never => {
     throw new Error('not available while printing the document');
   };

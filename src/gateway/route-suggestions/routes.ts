@@ -19,7 +19,11 @@ const method =
   `refused (400, fieldErrors.targets) before any of its targets is read; all other work (window conversion ` +
   `included) runs in a worker thread, within the budget.`;
 
-export const routeSuggestionRoutes = (pool: TenantPool, config: Config, memory: MemoryBudget): RouteDefinition[] => [
+export const routeSuggestionRoutes = (
+  pool: TenantPool,
+  routeSuggestions: Config['routeSuggestions'],
+  memory: MemoryBudget,
+): RouteDefinition[] => [
   defineRoute({
     method: 'post',
     path: '/api/v1/import-jobs/{id}/route-suggestion',
@@ -28,15 +32,15 @@ export const routeSuggestionRoutes = (pool: TenantPool, config: Config, memory: 
     description:
       `${method} 404: unknown job or another client's. 409 import_job_not_finished: the job is Queued or ` +
       `Processing (retry when final). 422 no_routable_targets: no target has coordinates on that day. At most ` +
-      `${config.routeSuggestionMaxInFlight} drafts are computed at once per gateway, within its memory budget ` +
+      `${routeSuggestions.maxInFlight} drafts are computed at once per gateway, within its memory budget ` +
       `(503 + Retry-After beyond; 429 memory_share_exceeded past the client's or tenant's share of it). A ` +
-      `draft gets ${config.routeSuggestionBudgetMs} ms of computation (422 computation_budget_exceeded beyond) and ` +
+      `draft gets ${routeSuggestions.budgetMs} ms of computation (422 computation_budget_exceeded beyond) and ` +
       'is stopped when the client disconnects.',
     tag: 'Import jobs',
     auth: 'apiKey',
     params: importJobIdParamsSchema,
     body: createRouteSuggestionSchema,
-    maxInFlight: config.routeSuggestionMaxInFlight,
+    maxInFlight: routeSuggestions.maxInFlight,
     errorStatuses: [404, 409, 422],
     responses: { 200: { description: 'The stored draft', schema: routeSuggestionSchema } },
     async handler({ params, body, client, signal }) {
@@ -47,7 +51,7 @@ export const routeSuggestionRoutes = (pool: TenantPool, config: Config, memory: 
       }
       try {
         const budget = {
-          ms: config.routeSuggestionBudgetMs,
+          ms: routeSuggestions.budgetMs,
           clientLeft: signal,
           reserveMemory: (bytes: number) =>
             memory.admitWork({ client: client.clientId, tenant: client.tenantId }, bytes),

@@ -61,7 +61,7 @@ async function checkUrl(url: string, allowPrivate: boolean): Promise<void> {
 /** Stored subscription of validated names (the schema admits only known types and "all" alone). */
 const subscription = (names: string[]) => subscriptionOf(names)!;
 
-export const webhookEndpointRoutes = (pool: Pool, config: Config): RouteDefinition[] => {
+export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']): RouteDefinition[] => {
   const ref = (endpointId: string, clientId: string): EndpointRef => ({ endpointId, clientId });
   const mustGet = async (r: EndpointRef) => {
     const endpoint = await getEndpoint(pool, r);
@@ -84,7 +84,7 @@ export const webhookEndpointRoutes = (pool: Pool, config: Config): RouteDefiniti
       description:
         'The URL must be http(s) and resolve only to public addresses (400 with the reason otherwise). Events of the ' +
         'subscribed types raised from now on are POSTed to it, signed with the returned secret (Standard Webhooks). ' +
-        `At most ${config.webhookEndpointsPerClient} endpoints per client (409 webhook_endpoint_limit).`,
+        `At most ${webhooks.endpointsPerClient} endpoints per client (409 webhook_endpoint_limit).`,
       tag,
       auth: 'apiKey',
       body: createEndpointBody,
@@ -92,13 +92,13 @@ export const webhookEndpointRoutes = (pool: Pool, config: Config): RouteDefiniti
       errorDescriptions: { 409: 'The client has as many endpoints as it may (webhook_endpoint_limit).' },
       responses: { 201: { description: 'Registered; store the secret now', schema: createdEndpointSchema } },
       async handler({ body, client }) {
-        await checkUrl(body.url, config.webhookAllowPrivateTargets);
-        if ((await countEndpoints(pool, client.clientId)) >= config.webhookEndpointsPerClient) {
+        await checkUrl(body.url, webhooks.allowPrivateTargets);
+        if ((await countEndpoints(pool, client.clientId)) >= webhooks.endpointsPerClient) {
           throw new AppError(
             'webhook_endpoint_limit',
-            `A client may have ${config.webhookEndpointsPerClient} webhook endpoints; delete one first.`,
+            `A client may have ${webhooks.endpointsPerClient} webhook endpoints; delete one first.`,
             null,
-            { limit: config.webhookEndpointsPerClient },
+            { limit: webhooks.endpointsPerClient },
           );
         }
         const created = await createEndpoint(pool, {
@@ -147,7 +147,7 @@ export const webhookEndpointRoutes = (pool: Pool, config: Config): RouteDefiniti
       async handler({ params, body, client }) {
         const r = ref(params.endpointId, client.clientId);
         await mustFind(r);
-        if (body.url !== undefined) await checkUrl(body.url, config.webhookAllowPrivateTargets);
+        if (body.url !== undefined) await checkUrl(body.url, webhooks.allowPrivateTargets);
         const changed = await updateEndpoint(pool, r, {
           url: body.url ?? null,
           eventTypes: body.events ? subscription(body.events) : null,

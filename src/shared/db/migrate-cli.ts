@@ -5,10 +5,10 @@ import { createLogger } from '../logger.js';
 import { ensureDatabase, migrateUp } from './migrate.js';
 
 const config = loadConfigOrExit();
-const logger = createLogger(config.logLevel, 'connect-migrate');
+const logger = createLogger(config.service.logLevel, 'connect-migrate');
 try {
-  await ensureDatabase(config.databaseUrl);
-  const applied = await migrateUp(config.databaseUrl);
+  await ensureDatabase(config.database.url);
+  const applied = await migrateUp(config.database.url);
   logger.info({ applied }, `migrations: ${applied.length === 0 ? 'up to date' : `applied ${applied.join(', ')}`}`);
 } catch (err) {
   logger.error({ err }, `migrations failed: ${(err as Error).message}`);

@@ -55,15 +55,15 @@ export type DeadLetters = ReturnType<typeof createDeadLetters>;
 export function createDeadLetters({
   pool,
   bus,
-  config,
+  kafka,
   kafkaTimeoutMs = 30_000,
 }: {
   pool: Pool;
   bus: MessageBus;
-  config: Pick<Config, 'kafkaTopicPrefix'>;
+  kafka: Pick<Config['kafka'], 'topicPrefix'>;
   kafkaTimeoutMs?: number;
 }) {
-  const kinds = deadLetterKinds(config);
+  const kinds = deadLetterKinds(kafka);
 
   const kindsOf = (names: string[] | undefined) =>
     names && names.length > 0 ? kinds.filter((k) => names.includes(k.name)) : kinds;

@@ -49,7 +49,7 @@ const table: { name: string; topic: TopicName; worker: string; record: RecordTyp
 
 export const deadLetterKindNames = table.map((k) => k.name);
 
-export function deadLetterKinds(config: Pick<Config, 'kafkaTopicPrefix'>): DeadLetterKind[] {
-  const names = topicNames(config);
+export function deadLetterKinds(kafka: Pick<Config['kafka'], 'topicPrefix'>): DeadLetterKind[] {
+  const names = topicNames(kafka);
   return table.map(({ topic, ...k }) => ({ ...k, topic: names[topic], dlqTopic: deadLetterTopic(names[topic]) }));
 }

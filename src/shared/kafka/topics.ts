@@ -4,17 +4,17 @@ import type { TopicSpec } from './message-bus.js';
 // Every topic the service produces to, by purpose. Names carry KAFKA_TOPIC_PREFIX; each worker
 // kind consumes one of them and dead-letters into `<topic>.dlq` (see workers/worker-kind.ts).
 
-export const topicNames = (config: Pick<Config, 'kafkaTopicPrefix'>) => ({
+export const topicNames = (kafka: Pick<Config['kafka'], 'topicPrefix'>) => ({
   /** Chunks of inbound targets, keyed by import job id (a job's chunks stay in order). */
-  inboundTargets: `${config.kafkaTopicPrefix}inbound.targets`,
+  inboundTargets: `${kafka.topicPrefix}inbound.targets`,
   /** The same for small imports (the express lane: INBOUND_EXPRESS_MAX_TARGETS), so they never queue behind a bulk backlog. */
-  inboundTargetsExpress: `${config.kafkaTopicPrefix}inbound.targets.express`,
+  inboundTargetsExpress: `${kafka.topicPrefix}inbound.targets.express`,
   /** Submitted appointment requests to validate, keyed by appointment request id. */
-  appointments: `${config.kafkaTopicPrefix}appointments`,
+  appointments: `${kafka.topicPrefix}appointments`,
   /** Field jobs to materialise, keyed by field job id. */
-  jobs: `${config.kafkaTopicPrefix}jobs`,
+  jobs: `${kafka.topicPrefix}jobs`,
   /** Recorded work-order material usages to book as stock movements, keyed by work order id. */
-  workOrderMaterials: `${config.kafkaTopicPrefix}workorders.materials`,
+  workOrderMaterials: `${kafka.topicPrefix}workorders.materials`,
 });
 
 export type TopicName = keyof ReturnType<typeof topicNames>;
@@ -31,15 +31,15 @@ export const topicPurposes: Record<TopicName, string> = {
 };
 
 type TopicConfig = Pick<
-  Config,
-  'kafkaTopicPrefix' | 'kafkaTopicPartitions' | 'kafkaTopicReplicationFactor' | 'kafkaTopicMinInsyncReplicas'
+  Config['kafka'],
+  'topicPrefix' | 'topicPartitions' | 'topicReplicationFactor' | 'topicMinInsyncReplicas'
 >;
 
-export function topicSpec(config: TopicConfig, name: TopicName): TopicSpec {
+export function topicSpec(kafka: TopicConfig, name: TopicName): TopicSpec {
   return {
-    topic: topicNames(config)[name],
-    partitions: config.kafkaTopicPartitions,
-    replicationFactor: config.kafkaTopicReplicationFactor,
+    topic: topicNames(kafka)[name],
+    partitions: kafka.topicPartitions,
+    replicationFactor: kafka.topicReplicationFactor,
     configs: {
       // Room for a chunk of targets (the gateway cuts chunks well below this).
       'max.message.bytes': String(4 * 1024 * 1024),
@@ -47,12 +47,10 @@ export function topicSpec(config: TopicConfig, name: TopicName): TopicSpec {
       // log.retention.bytes (256 MiB a partition on scripts/kafka) would otherwise lose accepted
       // writes before the workers reach them. Time-based retention stays the broker's.
       'retention.bytes': '-1',
-      ...(config.kafkaTopicMinInsyncReplicas > 0
-        ? { 'min.insync.replicas': String(config.kafkaTopicMinInsyncReplicas) }
-        : {}),
+      ...(kafka.topicMinInsyncReplicas > 0 ? { 'min.insync.replicas': String(kafka.topicMinInsyncReplicas) } : {}),
     },
   };
 }
 
-export const allTopics = (config: TopicConfig): TopicSpec[] =>
-  (Object.keys(topicNames(config)) as TopicName[]).map((name) => topicSpec(config, name));
+export const allTopics = (kafka: TopicConfig): TopicSpec[] =>
+  (Object.keys(topicNames(kafka)) as TopicName[]).map((name) => topicSpec(kafka, name));

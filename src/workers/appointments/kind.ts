@@ -11,7 +11,7 @@ import { failSubmitted, validateSubmitted } from './validate-request.js';
 export const appointmentsWorker: WorkerKind = {
   name: 'appointments',
   groupId: 'appointments',
-  topics: (config) => [topicSpec(config, 'appointments')],
+  topics: (kafka) => [topicSpec(kafka, 'appointments')],
   async apply(message, deps) {
     const submitted = decodeMessage(message, submittedMessageSchema);
     const id = submitted.payload.appointmentRequestId;

@@ -13,9 +13,9 @@ import { decodeChunk, describeFailedChunk } from './decode-chunk.js';
 export const inboundWorker: WorkerKind = {
   name: 'inbound',
   groupId: 'inbound',
-  topics: (config) => [
-    topicSpec(config, 'inboundTargets'),
-    { ...topicSpec(config, 'inboundTargetsExpress'), lane: 'express' },
+  topics: (kafka) => [
+    topicSpec(kafka, 'inboundTargets'),
+    { ...topicSpec(kafka, 'inboundTargetsExpress'), lane: 'express' },
   ],
   async apply(message, deps) {
     const chunk = decodeChunk(message);

@@ -23,7 +23,7 @@ import {
 export const jobsWorker: WorkerKind = {
   name: 'jobs',
   groupId: 'jobs',
-  topics: (config) => [topicSpec(config, 'jobs')],
+  topics: (kafka) => [topicSpec(kafka, 'jobs')],
   async apply(message, deps) {
     const { tenantId, clientId, producedAt, payload } = decodeMessage(message, jobMessageSchema);
     const { fieldJobId, jobNumber, request: r } = payload;

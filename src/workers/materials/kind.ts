@@ -10,7 +10,7 @@ import { applyUsage, failUsage } from './apply-usage.js';
 export const materialsWorker: WorkerKind = {
   name: 'materials',
   groupId: 'materials',
-  topics: (config) => [topicSpec(config, 'workOrderMaterials')],
+  topics: (kafka) => [topicSpec(kafka, 'workOrderMaterials')],
   async apply(message, deps) {
     const usage = decodeMessage(message, usageMessageSchema);
     const id = usage.payload.materialUsageId;

@@ -22,7 +22,7 @@ export async function startWorkerOps({
   pollers,
   state,
 }: {
-  config: Config;
+  config: Pick<Config, 'service' | 'database' | 'workers'>;
   logger: Logger;
   bus: MessageBus;
   /** The hosted consumer kinds: name, group id (with the topic prefix) and topics. */
@@ -31,8 +31,8 @@ export async function startWorkerOps({
   pollers: string[];
   state: () => WorkersState;
 }): Promise<WorkerOps> {
-  const timeoutMs = config.healthCheckTimeoutMs;
-  const queries = createScrapeQueries(config.databaseUrl, timeoutMs, logger);
+  const timeoutMs = config.service.healthCheckTimeoutMs;
+  const queries = createScrapeQueries(config.database.url, timeoutMs, logger);
   const webhooks = pollers.includes('webhooks');
   const groups = consumers.map(({ groupId, topics }) => ({ groupId, topics }));
   const readiness = createReadiness({
@@ -67,8 +67,8 @@ export async function startWorkerOps({
   );
   try {
     const server = await startOpsServer({
-      host: config.workerHttpHost,
-      port: config.workerHttpPort,
+      host: config.workers.httpHost,
+      port: config.workers.httpPort,
       registry: metrics.registry,
       readiness,
       logger,

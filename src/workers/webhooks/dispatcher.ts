@@ -35,10 +35,10 @@ type Claimed = {
   previous_secret: string | null;
 };
 
-export type DispatcherDeps = { config: Config; logger: Logger; pool: Pool; metrics?: WorkerMetrics };
+export type DispatcherDeps = { webhooks: Config['webhooks']; logger: Logger; pool: Pool; metrics?: WorkerMetrics };
 
 /** How long a lease lasts from the attempt's start: its timeout plus time to record its outcome. */
-export const leaseMs = (config: Pick<Config, 'webhookTimeoutMs'>) => config.webhookTimeoutMs + 5000;
+export const leaseMs = (webhooks: Pick<Config['webhooks'], 'timeoutMs'>) => webhooks.timeoutMs + 5000;
 
 /**
  * The webhook dispatcher: polls PostgreSQL for due deliveries, claims them with a lease (so any
@@ -47,7 +47,7 @@ export const leaseMs = (config: Pick<Config, 'webhookTimeoutMs'>) => config.webh
  * retried on the schedule; after the last one the delivery is Failed and its endpoint Disabled.
  * PostgreSQL going away stops nothing: polls back off and go on, outcomes wait to be recorded.
  */
-export function startDispatcher({ config, logger, pool, metrics = noWorkerMetrics }: DispatcherDeps): {
+export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetrics }: DispatcherDeps): {
   stop(): Promise<void>;
 } {
   const log = logger.child({ worker: 'webhooks' });
@@ -73,8 +73,7 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
   const backOff = (failures: number) => pause(retryInMs(failures), stopped.signal);
 
   async function record(d: Claimed, startedAt: Date, result: AttemptResult): Promise<void> {
-    const delay =
-      result.outcome === 'Succeeded' ? null : listedDelayMs(config.webhookRetryScheduleMs, d.round_attempts);
+    const delay = result.outcome === 'Succeeded' ? null : listedDelayMs(webhooks.retryScheduleMs, d.round_attempts);
     const gaveUp = result.outcome !== 'Succeeded' && delay === null;
     // Counted once the transaction committed: a record tried again must not count twice.
     const recorded = await inTransaction(pool, async (tx): Promise<WebhookOutcome> => {
@@ -180,7 +179,7 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
     // delayed us since (a starved process, a slow answer). Not ours any more: send nothing.
     let begun;
     try {
-      begun = await pool.query(beginAttempt, [d.id, d.lease_token, leaseMs(config)]);
+      begun = await pool.query(beginAttempt, [d.id, d.lease_token, leaseMs(webhooks)]);
     } catch (err) {
       log.warn(
         { err, eventId: d.event_id, endpointId: d.endpoint_id },
@@ -202,8 +201,8 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
       'user-agent': `connect-integration-webhooks/${serviceVersion}`,
     };
     const result = await postWebhook(d.url, headers, d.body, {
-      timeoutMs: config.webhookTimeoutMs,
-      allowPrivate: config.webhookAllowPrivateTargets,
+      timeoutMs: webhooks.timeoutMs,
+      allowPrivate: webhooks.allowPrivateTargets,
     });
     await recordUntilDone(d, startedAt, result);
   }
@@ -228,11 +227,11 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
   const loop = (async () => {
     while (!stopping) {
       // Only as many as there are free slots now: each claimed delivery is attempted at once.
-      const free = config.webhookConcurrency - inFlight.size;
+      const free = webhooks.concurrency - inFlight.size;
       let claimed = 0;
       if (free > 0) {
         try {
-          const { rows } = await pool.query<Claimed>(claimDeliveries, [free, leaseMs(config), [...held]]);
+          const { rows } = await pool.query<Claimed>(claimDeliveries, [free, leaseMs(webhooks), [...held]]);
           claimed = rows.length;
           for (const row of rows) launch(row);
           if (failures > 0) log.info({ failures }, 'webhook polling works again');
@@ -246,8 +245,8 @@ export function startDispatcher({ config, logger, pool, metrics = noWorkerMetric
       }
       if (stopping) break;
       // A full claim means more may be due: poll again at once once a slot is free.
-      if (claimed > 0 && claimed === free && inFlight.size < config.webhookConcurrency) continue;
-      await nap(config.webhookPollIntervalMs);
+      if (claimed > 0 && claimed === free && inFlight.size < webhooks.concurrency) continue;
+      await nap(webhooks.pollIntervalMs);
     }
   })();
 
@@ -267,8 +266,8 @@ export const webhookDispatcher: PollingWorker = {
   name: 'webhooks',
   polling: true,
   start: async (deps) => {
-    const dispatcher = startDispatcher(deps);
-    const pruner = startEventPruner(deps);
+    const dispatcher = startDispatcher({ ...deps, webhooks: deps.config.webhooks });
+    const pruner = startEventPruner({ ...deps, events: deps.config.events });
     return {
       async stop() {
         await Promise.all([dispatcher.stop(), pruner.stop()]);
