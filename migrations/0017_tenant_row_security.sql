@@ -90,6 +90,9 @@ BEGIN
     END LOOP;
   END LOOP;
   GRANT SELECT ON targets TO connect_tenant_scope;
+  -- The event feed's head (one row, no tenant): a client's page is read with it in one snapshot.
+  -- Only the unscoped gateway pool moves it (sequencing, pruning).
+  GRANT SELECT ON event_feed_head TO connect_tenant_scope;
 
   -- Login roles that read these tables before this migration (a service role of
   -- ops/postgres/service-role.sql) keep reading every tenant's rows: without this, workers running
@@ -135,5 +138,6 @@ BEGIN
   END LOOP;
 END $$;
 REVOKE ALL ON targets FROM connect_tenant_scope;
+REVOKE ALL ON event_feed_head FROM connect_tenant_scope;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM connect_tenant_scope;
 DROP FUNCTION connect_scope_tenant();

@@ -77,8 +77,8 @@ export function allRoutes(
     ...materialRoutes(deps),
     ...oauth.routes(),
     ...appointmentRoutes(deps),
-    ...webhookEndpointRoutes(deps.pool, deps.config.webhooks),
-    ...eventRoutes(deps.pool, deps.config.events, deps.eventWaits),
+    ...webhookEndpointRoutes(deps.tenantPool, deps.config.webhooks),
+    ...eventRoutes(deps.pool, deps.tenantPool, deps.config.events, deps.eventWaits),
     ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,

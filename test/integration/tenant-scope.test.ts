@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAppointmentId } from '../../src/shared/appointments/ids.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createTenantPool, tenantScopeRole, type TenantPool } from '../../src/shared/db/tenant-scope.js';
+import { readFeedPage } from '../../src/gateway/events/store.js';
+import { createEndpoint, deleteEndpoint, getEndpoint } from '../../src/shared/webhooks/endpoints.js';
+import { sequenceEvents } from '../../src/shared/webhooks/feed.js';
 import { newWebhookEventId } from '../../src/shared/webhooks/outbox.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
@@ -269,7 +272,7 @@ describe('tenant scope (row-level security)', () => {
     expect(await seen(tenantB)).toEqual({ ...first, tenants: [tenantB] });
   });
 
-  it('a connection whose scope cannot be set is closed, never handed out unscoped', async () => {
+  it('a role that may not take the scope: a connection is closed, never handed out unscoped', async () => {
     // A login role that may not take the scope role (what a DATABASE_URL user without the grant is).
     const role = `connect_test_${randomBytes(4).toString('hex')}`;
     await pool.query(`CREATE ROLE ${role} LOGIN`);
@@ -286,7 +289,12 @@ describe('tenant scope (row-level security)', () => {
       await expect
         .poll(
           async () =>
-            (await pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1', [role])).rows[0].n,
+            (
+              await pool.query(
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND application_name = 'test-refused'`,
+                [role],
+              )
+            ).rows[0].n,
         )
         .toBe(0);
     } finally {
@@ -297,5 +305,34 @@ describe('tenant scope (row-level security)', () => {
 
   it('refuses a tenant id that is not a UUID before it reaches PostgreSQL', async () => {
     await expect(scoped.run("x'; RESET ROLE; --", async () => 1)).rejects.toThrow('is not a tenant id');
+  });
+
+  it("the event feed: a page read in A's scope has none of B's events, even asked for B's client", async () => {
+    await sequenceEvents(pool); // across tenants, unscoped, as the gateway does it
+    const clientOf = async (tenant: string) =>
+      (await pool.query('SELECT client_id FROM webhook_events WHERE tenant_id = $1', [tenant])).rows[0].client_id;
+    const page = (clientId: string) =>
+      scoped.run(tenantA, (tx) => readFeedPage(tx, clientId, { after: null, types: null, limit: 100 }));
+    const own = await page(await clientOf(tenantA));
+    expect(own.events).toHaveLength(1);
+    const foreign = await page(await clientOf(tenantB));
+    expect(foreign).toMatchObject({ events: [], lastSeq: own.lastSeq }); // the head is shared
+  });
+
+  it("webhook endpoints: in A's scope, B's endpoint is neither seen nor deleted, nor one made for B", async () => {
+    const { rows } = await pool.query('SELECT id, client_id FROM webhook_endpoints WHERE tenant_id = $1', [tenantB]);
+    const ref = { endpointId: rows[0].id as string, clientId: rows[0].client_id as string };
+    expect(await scoped.run(tenantA, (tx) => getEndpoint(tx, ref))).toBeNull();
+    expect(await scoped.transaction(tenantA, (tx) => deleteEndpoint(tx, ref))).toBe(false);
+    const made = scoped.run(tenantA, (tx) =>
+      createEndpoint(tx, { tenantId: tenantB, clientId: ref.clientId, url: 'https://example.com/', eventTypes: '*' }),
+    );
+    await expect(made).rejects.toMatchObject({ code: '42501' });
+    const left = await pool.query(
+      `SELECT (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $1)::int AS endpoints,
+              (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $2)::int AS deliveries`,
+      [tenantB, ref.endpointId],
+    );
+    expect(left.rows[0]).toEqual({ endpoints: 1, deliveries: 1 });
   });
 });
