@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Config } from '../shared/config.js';
 import { createPool } from '../shared/db/pool.js';
-import { createTenantPool } from '../shared/db/tenant-scope.js';
+import { checkTenantScopeRole, createTenantPool } from '../shared/db/tenant-scope.js';
 import { createKafkaBus } from '../shared/kafka/bus.js';
 import { allTopics } from '../shared/kafka/topics.js';
 import type { Logger } from '../shared/logger.js';
@@ -38,6 +38,12 @@ export async function startGateway(
     onConnectionError,
   });
   const endPools = () => Promise.all([pool.end(), tenantPool.end(), edgePool.end()]);
+  try {
+    await checkTenantScopeRole(pool); // a role that cannot serve tenant data stops the start, with what to grant
+  } catch (err) {
+    await endPools();
+    throw err;
+  }
   const metrics = createGatewayMetrics();
   const bus = createKafkaBus({
     ...config.kafka,

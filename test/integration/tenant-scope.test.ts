@@ -2,8 +2,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAppointmentId } from '../../src/shared/appointments/ids.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
-import { createTenantPool, tenantScopeRole, type TenantPool } from '../../src/shared/db/tenant-scope.js';
+import {
+  checkTenantScopeRole,
+  createTenantPool,
+  tenantScopeRole,
+  type TenantPool,
+} from '../../src/shared/db/tenant-scope.js';
 import { readFeedPage } from '../../src/gateway/events/store.js';
+import { startGateway } from '../../src/gateway/gateway.js';
+import { loadConfig } from '../../src/shared/config.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { createEndpoint, deleteEndpoint, getEndpoint } from '../../src/shared/webhooks/endpoints.js';
 import { sequenceEvents } from '../../src/shared/webhooks/feed.js';
 import { newWebhookEventId } from '../../src/shared/webhooks/outbox.js';
@@ -272,7 +280,7 @@ describe('tenant scope (row-level security)', () => {
     expect(await seen(tenantB)).toEqual({ ...first, tenants: [tenantB] });
   });
 
-  it('a role that may not take the scope: a connection is closed, never handed out unscoped', async () => {
+  it('a role that may not take the scope: the start is refused, a connection is closed, never handed out unscoped', async () => {
     // A login role that may not take the scope role (what a DATABASE_URL user without the grant is).
     const role = `connect_test_${randomBytes(4).toString('hex')}`;
     await pool.query(`CREATE ROLE ${role} LOGIN`);
@@ -280,6 +288,12 @@ describe('tenant scope (row-level security)', () => {
     url.username = role;
     const refused = createTenantPool(url.toString(), 1, 'test-refused');
     try {
+      // The gateway does not start (before Kafka is asked), naming what to grant; the owner passes.
+      const config = loadConfig({ ...process.env, DATABASE_URL: url.toString(), PORT: '0' });
+      await expect(startGateway(config, createLogger('silent', 'test'))).rejects.toThrow(
+        `GRANT ${tenantScopeRole} TO ${role}`,
+      );
+      await expect(checkTenantScopeRole(pool)).resolves.toBeUndefined();
       for (let i = 0; i < 2; i++) {
         await expect(
           refused.run(tenantA, (tx) => tx.query('SELECT count(*) FROM tenants')),

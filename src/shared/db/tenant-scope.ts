@@ -1,4 +1,5 @@
-import { createPool, transactionOn, type PoolClient, type PoolOptions } from './pool.js';
+import { isConnectionError } from './errors.js';
+import { createPool, transactionOn, type Pool, type PoolClient, type PoolOptions } from './pool.js';
 
 // The one way the gateway's request paths reach tenant data (issue 25): connections that
 // PostgreSQL's row-level security limits to one tenant (migrations/0017_tenant_row_security.sql).
@@ -89,4 +90,35 @@ export function createTenantPool(
     transaction: async (tenantId, fn) => transactionOn(await connect(tenantId), fn),
     end: () => pool.end(),
   };
+}
+
+/**
+ * At the gateway's start: refuses (throws, saying what to grant) when DATABASE_URL's role cannot
+ * take the scope role, for every tenant request would fail. Tried as a scoped connection does,
+ * in a transaction rolled back. PostgreSQL unreachable is no verdict: the pools wait for it as in
+ * any outage, and each scoped connection fails alone if the role is still refused.
+ */
+export async function checkTenantScopeRole(pool: Pool): Promise<void> {
+  let client: PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    if (isConnectionError(err)) return;
+    throw err;
+  }
+  let login: string | undefined;
+  try {
+    login = (await client.query<{ login: string }>('SELECT current_user AS login')).rows[0]!.login;
+    await client.query(`BEGIN; SET LOCAL ROLE ${tenantScopeRole}`);
+  } catch (err) {
+    if (isConnectionError(err)) return;
+    if (login === undefined) throw err;
+    throw new Error(
+      `PostgreSQL role ${login} (DATABASE_URL) cannot take the tenant scope role: ${(err as Error).message}; ` +
+        `have an administrator run GRANT ${tenantScopeRole} TO ${login} (docs/operations.md, "Tenant scope")`,
+    );
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    client.release();
+  }
 }
