@@ -19,6 +19,13 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE O
 ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO :"service_role";
 ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT EXECUTE ON FUNCTIONS TO :"service_role";
 
+-- Tenant scope (migrations/0017_tenant_row_security.sql): the gateway's request paths take
+-- connect_tenant_scope per transaction and see one tenant's rows; everything else the service does
+-- (workers, the admin CLI, authentication) works across tenants as a member of connect_all_tenants.
+-- Without the first, the gateway cannot serve tenant data; without the second, the tenant tables
+-- show this role no row at all.
+GRANT connect_tenant_scope, connect_all_tenants TO :"service_role";
+
 -- The migrations' ledger is the owner's alone.
 REVOKE ALL ON TABLE pgmigrations FROM :"service_role";
 -- Nobody but the owner creates objects in the schema (PostgreSQL 15+ does this by default).

@@ -68,9 +68,10 @@ export async function setClientUploadQuota(
   return r ? { clientId: r.id, uploadBytesPerSecond: r.upload_bytes_per_second } : null;
 }
 
-export async function clientExists(db: Db, clientId: string): Promise<boolean> {
-  const { rowCount } = await db.query('SELECT 1 FROM integration_clients WHERE id = $1', [clientId]);
-  return rowCount === 1;
+/** The client's tenant; null when there is no such client. */
+export async function tenantOfClient(db: Db, clientId: string): Promise<string | null> {
+  const { rows } = await db.query('SELECT tenant_id FROM integration_clients WHERE id = $1', [clientId]);
+  return (rows[0]?.tenant_id as string | undefined) ?? null;
 }
 
 export type NewApiKey = {

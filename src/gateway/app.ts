@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import type { Config } from '../shared/config.js';
 import type { Pool } from '../shared/db/pool.js';
+import type { TenantPool } from '../shared/db/tenant-scope.js';
 import type { MessageBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
 import { appointmentRoutes } from './appointments/routes.js';
@@ -39,9 +40,12 @@ import type { RouteDefinition } from './routes/route-definition.js';
 export type AppDeps = {
   config: Config;
   logger: Logger;
+  /** Connections for what works across tenants: authentication, rate limits, health. */
   pool: Pool;
-  /** Connections of edge transactions that wait for Kafka (see WriteDeps). */
-  edgePool: Pool;
+  /** Connections scoped to a tenant per request: its reads and short writes (see WriteDeps). */
+  tenantPool: TenantPool;
+  /** Scoped connections of edge transactions that wait for Kafka (see WriteDeps). */
+  edgePool: TenantPool;
   /** Prepares large inbound batches off the event loop. */
   batchPreparer: BatchPreparer;
   bus: MessageBus;
@@ -65,16 +69,16 @@ export function allRoutes(
   let document: unknown;
   const routes: RouteDefinition[] = [
     ...healthRoutes(check),
-    ...inventoryRoutes(deps.pool),
+    ...inventoryRoutes(deps.tenantPool),
     ...inboundRoutes(deps, deps.batchPreparer),
-    ...importJobRoutes(deps.pool, deps.config.inbound),
+    ...importJobRoutes(deps.tenantPool, deps.config.inbound),
     ...jobRoutes(deps),
-    ...routeSuggestionRoutes(deps.pool, deps.config.routeSuggestions, deps.memory),
+    ...routeSuggestionRoutes(deps.tenantPool, deps.config.routeSuggestions, deps.memory),
     ...materialRoutes(deps),
     ...oauth.routes(),
     ...appointmentRoutes(deps),
-    ...webhookEndpointRoutes(deps.pool, deps.config.webhooks),
-    ...eventRoutes(deps.pool, deps.config.events, deps.eventWaits),
+    ...webhookEndpointRoutes(deps.tenantPool, deps.config.webhooks),
+    ...eventRoutes(deps.pool, deps.tenantPool, deps.config.events, deps.eventWaits),
     ...(deps.extraRoutes ?? []),
     ...opsRoutes({
       check,

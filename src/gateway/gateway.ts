@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Config } from '../shared/config.js';
 import { createPool } from '../shared/db/pool.js';
+import { checkTenantScopeRole, createTenantPool } from '../shared/db/tenant-scope.js';
 import { createKafkaBus } from '../shared/kafka/bus.js';
 import { allTopics } from '../shared/kafka/topics.js';
 import type { Logger } from '../shared/logger.js';
@@ -27,11 +28,22 @@ export async function startGateway(
   extraRoutes: RouteDefinition[] = [],
 ): Promise<RunningGateway> {
   const onConnectionError = (err: Error) => logger.warn({ err }, 'postgres connection failed');
-  // Two budgets (see WriteDeps): connections waiting for Kafka never starve reads.
-  const pool = createPool(config.database.url, config.database.poolMax, 'connect-gateway', { onConnectionError });
-  const edgePool = createPool(config.database.url, config.database.edgePoolMax, 'connect-gateway-edge', {
+  // Separate budgets (see WriteDeps): connections waiting for Kafka never starve reads.
+  const sizes = splitPoolMax(config.database.poolMax);
+  const pool = createPool(config.database.url, sizes.shared, 'connect-gateway', { onConnectionError });
+  const tenantPool = createTenantPool(config.database.url, sizes.tenant, 'connect-gateway-tenant', {
     onConnectionError,
   });
+  const edgePool = createTenantPool(config.database.url, config.database.edgePoolMax, 'connect-gateway-edge', {
+    onConnectionError,
+  });
+  const endPools = () => Promise.all([pool.end(), tenantPool.end(), edgePool.end()]);
+  try {
+    await checkTenantScopeRole(pool); // a role that cannot serve tenant data stops the start, with what to grant
+  } catch (err) {
+    await endPools();
+    throw err;
+  }
   const metrics = createGatewayMetrics();
   const bus = createKafkaBus({
     ...config.kafka,
@@ -46,7 +58,7 @@ export async function startGateway(
     await bus.checkAtStart(config.kafka.produceTimeoutMs);
   } catch (err) {
     await bus.close();
-    await Promise.all([pool.end(), edgePool.end()]);
+    await endPools();
     throw err;
   }
   let accepting = true;
@@ -69,6 +81,7 @@ export async function startGateway(
     config,
     logger,
     pool,
+    tenantPool,
     edgePool,
     batchPreparer,
     bus,
@@ -104,9 +117,20 @@ export async function startGateway(
       });
       await bus.close();
       memory.stop();
-      await Promise.all([pool.end(), edgePool.end(), batchPreparer.close()]);
+      await Promise.all([endPools(), batchPreparer.close()]);
     },
   };
+}
+
+/**
+ * DATABASE_POOL_MAX is the gateway's connections besides the edge ones, split: a quarter (at least
+ * one) for what works across tenants (authentication, rate limits, health, the event feed's
+ * sequencing: caches and leases keep them light), the rest (at least one) scoped to a tenant per
+ * request (its reads and short writes). Separate pools, because a scoped connection keeps its role.
+ */
+export function splitPoolMax(max: number): { shared: number; tenant: number } {
+  const shared = Math.max(1, Math.ceil(max / 4));
+  return { shared, tenant: Math.max(1, max - shared) };
 }
 
 /** GATEWAY_MEMORY_BUDGET_BYTES (auto: the container's limit), announced at start. */

@@ -29,10 +29,10 @@ let lastTestEventId = '';
 const endpointPath =
   (suffix: string) =>
   async (c: Caller): Promise<string> => {
-    const created = await createEndpoint(suite.pool, { clientId: c.clientId, url: publicHook, eventTypes: '*' });
-    const endpoint = await findEndpoint(suite.pool, { endpointId: created!.endpointId });
+    const created = await createEndpoint(suite.pool, { ...c, url: publicHook, eventTypes: '*' });
+    const endpoint = await findEndpoint(suite.pool, { endpointId: created.endpointId });
     lastTestEventId = (await sendTestEvent(suite.pool, endpoint!)).id;
-    return `/api/v1/webhook-endpoints/${created!.endpointId}${suffix}`;
+    return `/api/v1/webhook-endpoints/${created.endpointId}${suffix}`;
   };
 let jobCount = 0;
 const jobBody = () => ({

@@ -74,11 +74,11 @@ describe('the event feed', () => {
     const other = await createClientWithKey(suite.pool, suite.demo.tenantId, 'events.read');
     const foreign = await recordTestEvent(suite.pool, { tenantId: suite.demo.tenantId, clientId: other.clientId }, 1);
     const endpoint = await createEndpoint(suite.pool, {
-      clientId: owner().clientId,
+      ...owner(),
       url: 'https://example.com/h',
       eventTypes: '*',
     });
-    await sendTestEvent(suite.pool, (await findEndpoint(suite.pool, { endpointId: endpoint!.endpointId }))!);
+    await sendTestEvent(suite.pool, (await findEndpoint(suite.pool, { endpointId: endpoint.endpointId }))!);
     const mine = await recordTestEvent(suite.pool, owner(), 2);
     const page = await feed(`after=${cursor}`);
     expect(page.body.events.map((e: { id: string }) => e.id)).toEqual([mine.eventId]);

@@ -1036,11 +1036,12 @@ async function validRequest(op: Operation, rnd: Rnd, full = false): Promise<Fuzz
 /** A new webhook endpoint of the demo client (one per path, and one per valid request). */
 async function webhookEndpoint(): Promise<string> {
   const created = await createEndpoint(suite.pool, {
+    tenantId: suite.demo.tenantId,
     clientId: suite.demo.clients.all!.clientId,
     url: 'https://93.184.215.14/hooks',
     eventTypes: '*',
   });
-  return created!.endpointId;
+  return created.endpointId;
 }
 
 async function submitAppointment(rnd: Rnd): Promise<string> {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFeedPage } from '../../src/gateway/events/store.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { createTenantPool, type TenantPool } from '../../src/shared/db/tenant-scope.js';
 import { sequenceEvents } from '../../src/shared/webhooks/feed.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { recordTestEvent, recordTestEventIn } from '../support/events.js';
@@ -11,23 +12,27 @@ import { createDemo } from '../support/fixtures.js';
 
 let db: TestDatabase;
 let pool: Pool;
+let scoped: TenantPool;
 let owner: { tenantId: string; clientId: string };
 
 beforeAll(async () => {
   db = await createTestDatabase();
   pool = createPool(db.url, 20, 'test-feed-order');
+  scoped = createTenantPool(db.url, 2, 'test-feed-order-scoped');
   const demo = await createDemo(pool);
   owner = { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId };
 });
 afterAll(async () => {
-  await pool?.end();
+  await Promise.all([pool?.end(), scoped?.end()]);
   await db?.drop();
 });
 
-/** What a reader sees after `after`, as the gateway reads it (sequence, then read). */
+/** What a reader sees after `after`, as the gateway reads it (sequence unscoped, then read in the tenant's scope). */
 async function read(after: bigint | null) {
   await sequenceEvents(pool);
-  const page = await readFeedPage(pool, owner.clientId, { after, types: null, limit: 1000 });
+  const page = await scoped.run(owner.tenantId, (tx) =>
+    readFeedPage(tx, owner.clientId, { after, types: null, limit: 1000 }),
+  );
   const ids = page.events.map((e) => (JSON.parse(e.body) as { id: string }).id);
   const next = page.events.length === 1000 ? page.events.at(-1)!.seq : page.lastSeq;
   return { ids, next };

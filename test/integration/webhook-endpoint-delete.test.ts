@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { createTenantPool, type TenantPool } from '../../src/shared/db/tenant-scope.js';
 import { createEndpoint, deleteEndpoint } from '../../src/shared/webhooks/endpoints.js';
 import { endpointSucceeded, insertAttempt, markSucceeded } from '../../src/workers/webhooks/sql.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -12,26 +13,37 @@ import { raiseFieldJobEvents } from '../support/webhook-events.js';
 // has yet to mark the endpoint). The delete must neither fail on the attempt committed under it
 // (a foreign-key error), nor deadlock with the recorder (it locked the endpoint before the
 // deliveries, the recorder the other way round: both seen as a 500 in CI runs), nor leave it.
+// The delete runs as the gateway runs it: in a transaction scoped to the client's tenant.
 
 let db: TestDatabase;
 let pool: Pool;
+let scoped: TenantPool;
 let demo: Demo;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   pool = createPool(db.url, 4, 'test');
+  scoped = createTenantPool(db.url, 1, 'test-scoped');
   demo = await createDemo(pool);
 });
 afterAll(async () => {
-  await pool?.end();
+  await Promise.all([pool?.end(), scoped?.end()]);
   await db?.drop();
 });
 
 describe('deleting a webhook endpoint', () => {
   it('while an attempt to it is being recorded: deleted with its deliveries and attempts', async () => {
     const { clientId } = await createClientWithKey(pool, demo.tenantId, '');
-    const endpoint = (await createEndpoint(pool, { clientId, url: 'https://example.com/hook', eventTypes: '*' }))!;
-    const [eventId] = await raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, 1, 'DELETE');
+    const tenantId = demo.tenantId;
+    const endpoint = await createEndpoint(pool, {
+      tenantId,
+      clientId,
+      url: 'https://example.com/hook',
+      eventTypes: '*',
+    });
+    const remove = () =>
+      scoped.transaction(tenantId, (tx) => deleteEndpoint(tx, { endpointId: endpoint.endpointId, clientId }));
+    const [eventId] = await raiseFieldJobEvents(pool, { tenantId, clientId }, 1, 'DELETE');
     const { rows } = await pool.query('SELECT id FROM webhook_deliveries WHERE endpoint_id = $1', [
       endpoint.endpointId,
     ]);
@@ -60,7 +72,7 @@ describe('deleting a webhook endpoint', () => {
         new Date().toISOString(),
       ]);
       expect((await recorder.query(markSucceeded, [rows[0].id, leaseToken])).rowCount).toBe(1);
-      const deleting = deleteEndpoint(pool, { endpointId: endpoint.endpointId, clientId });
+      const deleting = remove();
       // The delete waits for the recorder (it holds the delivery through its attempt's key).
       await eventually(
         async () =>
@@ -86,6 +98,6 @@ describe('deleting a webhook endpoint', () => {
       [endpoint.endpointId],
     );
     expect(left.rows[0]).toEqual({ attempts: 0, deliveries: 0, endpoints: 0 });
-    expect(await deleteEndpoint(pool, { endpointId: endpoint.endpointId, clientId })).toBe(false);
+    expect(await remove()).toBe(false);
   });
 });

@@ -14,7 +14,7 @@ import {
   uuidArg,
 } from '../args.js';
 import type { Command } from '../command.js';
-import { clientExists, findApiKeyIds, insertApiKeys, listApiKeys, revokeApiKey, type KeyLookup } from '../store.js';
+import { tenantOfClient, findApiKeyIds, insertApiKeys, listApiKeys, revokeApiKey, type KeyLookup } from '../store.js';
 
 type Expiry = { at: Date } | { inMs: number } | null;
 
@@ -105,7 +105,7 @@ export const keyList: Command<{ clientId: string }> = {
     return { clientId: uuidArg(required(v.client, 'client'), 'client') };
   },
   async run({ pool }, { clientId }) {
-    if (!(await clientExists(pool, clientId))) throw new AdminError(`client ${clientId} not found`);
+    if (!(await tenantOfClient(pool, clientId))) throw new AdminError(`client ${clientId} not found`);
     const keys = await listApiKeys(pool, clientId);
     return { keys: keys.map((k) => ({ ...k, scopes: sortScopes(k.scopes) })) };
   },

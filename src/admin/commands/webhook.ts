@@ -17,7 +17,7 @@ import {
 import { TargetRefusedError, checkWebhookTarget, parseWebhookUrl } from '../../shared/webhooks/target-policy.js';
 import { AdminError, UsageError, commaList, durationArg, parseOptions, required, uuidArg } from '../args.js';
 import type { Command } from '../command.js';
-import { clientExists } from '../store.js';
+import { tenantOfClient } from '../store.js';
 
 // Webhook endpoints of Integration Clients, as operators manage them (clients manage their own
 // through the API: gateway/webhooks). Secrets are printed once, by create and rotate-secret.
@@ -78,15 +78,15 @@ export const webhookCreate: Command<{ clientId: string; url: string; events: str
     return { clientId, url, events: eventsArg(required(v.events, 'events')) };
   },
   async run({ pool }, { clientId, url, events }) {
-    if (!(await clientExists(pool, clientId))) throw new AdminError(`client ${clientId} not found`);
+    const tenantId = await tenantOfClient(pool, clientId);
+    if (!tenantId) throw new AdminError(`client ${clientId} not found`);
     try {
       await checkWebhookTarget(parseWebhookUrl(url), allowPrivateTargets());
     } catch (err) {
       if (err instanceof TargetRefusedError) throw new AdminError(`--url refused: ${err.message}`);
       throw err;
     }
-    const created = await createEndpoint(pool, { clientId, url, eventTypes: events });
-    if (!created) throw new AdminError(`client ${clientId} not found`);
+    const created = await createEndpoint(pool, { tenantId, clientId, url, eventTypes: events });
     return {
       endpointId: created.endpointId,
       clientId,
@@ -108,7 +108,7 @@ export const webhookList: Command<{ clientId: string }> = {
     return { clientId: uuidArg(required(v.client, 'client'), 'client') };
   },
   async run({ pool }, { clientId }) {
-    if (!(await clientExists(pool, clientId))) throw new AdminError(`client ${clientId} not found`);
+    if (!(await tenantOfClient(pool, clientId))) throw new AdminError(`client ${clientId} not found`);
     return { endpoints: await listEndpoints(pool, clientId) };
   },
 };

@@ -1,6 +1,6 @@
 import { cancellableStatuses, type AppointmentStatus } from '../../shared/appointments/statuses.js';
 import { appendHistory, lockRequestSql } from '../../shared/appointments/transitions-sql.js';
-import { inTransaction, type Pool } from '../../shared/db/pool.js';
+import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { contentFingerprint } from '../http/fingerprint.js';
@@ -21,15 +21,15 @@ const idempotencyConflict = (message: string, details: Record<string, unknown> |
  *   - a status that does not allow cancel → 409 invalid_state_transition.
  */
 export function cancelAppointmentRequest(
-  deps: { pool: Pool },
+  deps: { tenantPool: TenantPool },
   client: AuthenticatedClient,
   id: string,
   idempotencyKey: string,
   body: CancelBody,
 ): Promise<CancelResult> {
   const requestHash = contentFingerprint(body);
-  // Nothing to produce: a plain transaction on the main pool, so a Kafka outage never touches it.
-  return inTransaction<CancelResult>(deps.pool, async (tx) => {
+  // Nothing to produce: a plain transaction off the edge pool, so a Kafka outage never touches it.
+  return deps.tenantPool.transaction<CancelResult>(client.tenantId, async (tx) => {
     const row = (await tx.query(lockRequestSql('id = $1 AND client_id = $2'), [id, client.clientId])).rows[0];
     if (!row) throw notFound(`Appointment request ${id}`);
     const answer = (cancelledAt: Date) => ({

@@ -90,7 +90,7 @@ export function appointmentRoutes(deps: Deps): RouteDefinition[] {
       errorDescriptions: { 404: notFound404 },
       responses: { 200: { description: 'The appointment request', schema: appointmentRecordSchema } },
       async handler({ params, client }) {
-        const record = await findRequest(deps.pool, client.clientId, params.id);
+        const record = await deps.tenantPool.run(client.tenantId, (tx) => findRequest(tx, client.clientId, params.id));
         if (!record) throw notFound(`Appointment request ${params.id}`);
         return { status: 200, body: record };
       },
@@ -110,7 +110,7 @@ export function appointmentRoutes(deps: Deps): RouteDefinition[] {
       errorDescriptions: { 404: notFound404 },
       responses: { 200: { description: 'Status and history', schema: appointmentStatusViewSchema } },
       async handler({ params, client }) {
-        const view = await findStatus(deps.pool, client.clientId, params.id);
+        const view = await deps.tenantPool.run(client.tenantId, (tx) => findStatus(tx, client.clientId, params.id));
         if (!view) throw notFound(`Appointment request ${params.id}`);
         return { status: 200, body: view };
       },

@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import type { StoredAppointmentRequest } from '../../shared/appointments/request-schema.js';
 import type { AppointmentRecordDto } from './schemas.js';
 
@@ -37,7 +37,7 @@ export type NewAppointmentRequest = {
  * Inserts the request, or returns null when the client already has one with this
  * externalReference (a concurrent insert of the same reference waits here for the other to end).
  */
-export async function insertRequest(tx: PoolClient, n: NewAppointmentRequest): Promise<Record<string, any> | null> {
+export async function insertRequest(tx: TenantTx, n: NewAppointmentRequest): Promise<Record<string, any> | null> {
   const { rows } = await tx.query(
     `INSERT INTO appointment_requests (id, tenant_id, client_id, external_reference, service_type, priority, request,
                                        request_hash)
@@ -59,7 +59,7 @@ export async function insertRequest(tx: PoolClient, n: NewAppointmentRequest): P
 }
 
 export async function findByExternalReference(
-  tx: PoolClient,
+  tx: TenantTx,
   clientId: string,
   externalReference: string,
 ): Promise<(Record<string, any> & { request_hash: Buffer }) | null> {
@@ -70,8 +70,8 @@ export async function findByExternalReference(
   return rows[0] ?? null;
 }
 
-export async function findRequest(pool: Pool, clientId: string, id: string): Promise<AppointmentRecordDto | null> {
-  const { rows } = await pool.query(
+export async function findRequest(tx: TenantTx, clientId: string, id: string): Promise<AppointmentRecordDto | null> {
+  const { rows } = await tx.query(
     `SELECT ${recordColumns} FROM appointment_requests WHERE id = $1 AND client_id = $2`,
     [id, clientId],
   );
@@ -84,9 +84,9 @@ export type StatusView = {
   history: { status: string; enteredAt: string; reason: string | null; actor: string }[];
 };
 
-export async function findStatus(pool: Pool, clientId: string, id: string): Promise<StatusView | null> {
+export async function findStatus(tx: TenantTx, clientId: string, id: string): Promise<StatusView | null> {
   // One statement: the status and the history are read from one snapshot.
-  const { rows } = await pool.query(
+  const { rows } = await tx.query(
     `SELECT r.status, h.to_status, h.at, h.reason, h.actor
        FROM appointment_requests r
        JOIN appointment_status_history h ON h.appointment_request_id = r.id
@@ -103,7 +103,7 @@ export async function findStatus(pool: Pool, clientId: string, id: string): Prom
 }
 
 /** The client's request that a cancel Idempotency-Key was used for, if any. */
-export async function requestOfCancelKey(tx: PoolClient, clientId: string, key: string): Promise<string | null> {
+export async function requestOfCancelKey(tx: TenantTx, clientId: string, key: string): Promise<string | null> {
   const { rows } = await tx.query(
     'SELECT id FROM appointment_requests WHERE client_id = $1 AND cancel_idempotency_key = $2',
     [clientId, key],
@@ -113,7 +113,7 @@ export async function requestOfCancelKey(tx: PoolClient, clientId: string, key: 
 
 /** Cancels (the caller holds the row lock and checked the status); returns cancelledAt. */
 export async function markCancelled(
-  tx: PoolClient,
+  tx: TenantTx,
   c: { id: string; reason: string; cancelledBy: string; idempotencyKey: string; requestHash: Buffer },
 ): Promise<Date> {
   const { rows } = await tx.query(

@@ -31,7 +31,7 @@ export function submitAppointmentRequest(
 ): Promise<SubmitResult> {
   const request = normalizeAppointmentRequest(input);
   const requestHash = contentFingerprint(request);
-  return recordThenProduce<SubmitResult>(deps, async (tx) => {
+  return recordThenProduce<SubmitResult>(deps, client.tenantId, async (tx) => {
     const id = newAppointmentId();
     const row = await insertRequest(tx, {
       id,

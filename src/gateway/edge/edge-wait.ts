@@ -1,5 +1,3 @@
-import type { Pool } from '../../shared/db/pool.js';
-
 // Why a write found no edge connection within the pool's wait (pg-pool says only "timeout
 // exceeded when trying to connect"), so its 503 names what is really missing.
 
@@ -27,9 +25,10 @@ export class EdgeTransactions {
   }
 }
 
-const byPool = new WeakMap<Pool, EdgeTransactions>();
+const byPool = new WeakMap<object, EdgeTransactions>();
 
-export function edgeTransactionsOf(pool: Pool): EdgeTransactions {
+/** The edge transactions of one pool (a TenantPool). */
+export function edgeTransactionsOf(pool: object): EdgeTransactions {
   let t = byPool.get(pool);
   if (!t) byPool.set(pool, (t = new EdgeTransactions()));
   return t;

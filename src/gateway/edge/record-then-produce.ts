@@ -1,18 +1,26 @@
 import type { Config } from '../../shared/config.js';
-import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import type { Pool } from '../../shared/db/pool.js';
 import { isConnectionError } from '../../shared/db/errors.js';
+import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { lockEdgeRecord } from '../../shared/edge-lock.js';
 import { busy, unavailable, type AppError } from '../../shared/errors.js';
 import type { MessageBus, OutboundMessage } from '../../shared/kafka/bus.js';
 import { causeOfEdgeWait, edgeTransactionsOf } from './edge-wait.js';
 
 /**
- * What a write operation needs. Two pools, so writes cannot starve reads: `edgePool` holds the
- * connections that wait for Kafka's acknowledgement inside an edge transaction (at most
- * KAFKA_PRODUCE_TIMEOUT_MS each); `pool` serves everything else (reads, authentication, rate
- * limits, health, short synchronous writes).
+ * What a write operation needs. Separate pools, so writes cannot starve reads: `edgePool` holds
+ * the connections that wait for Kafka's acknowledgement inside an edge transaction (at most
+ * KAFKA_PRODUCE_TIMEOUT_MS each); `tenantPool` serves the tenant's reads and short synchronous
+ * writes; `pool` what works across tenants (authentication, rate limits, health). Both tenant
+ * pools are scoped (shared/db/tenant-scope.ts).
  */
-export type WriteDeps = { pool: Pool; edgePool: Pool; bus: MessageBus; config: Pick<Config, 'kafka' | 'inbound'> };
+export type WriteDeps = {
+  pool: Pool;
+  tenantPool: TenantPool;
+  edgePool: TenantPool;
+  bus: MessageBus;
+  config: Pick<Config, 'kafka' | 'inbound'>;
+};
 
 export type EdgeWrite<T> = {
   result: T;
@@ -28,7 +36,8 @@ const kafkaRetryAfterSeconds = 5;
 
 /**
  * The edge ledger's one write pattern: record the edge rows and produce the work in ONE
- * PostgreSQL transaction that commits only after Kafka acknowledged (acks=all).
+ * PostgreSQL transaction that commits only after Kafka acknowledged (acks=all). The transaction
+ * is scoped to the caller's tenant (shared/db/tenant-scope.ts): the write sees no other tenant's rows.
  *
  * - Kafka known unreachable → 503 at once, before a connection is taken.
  * - No edge connection within the pool's wait → 503 naming why: Kafka, PostgreSQL, or busy
@@ -45,19 +54,21 @@ const kafkaRetryAfterSeconds = 5;
  */
 export async function recordThenProduce<T>(
   deps: Pick<WriteDeps, 'edgePool' | 'bus'>,
-  write: (tx: PoolClient) => Promise<EdgeWrite<T>>,
+  tenantId: string,
+  write: (tx: TenantTx) => Promise<EdgeWrite<T>>,
 ): Promise<T> {
   if (!deps.bus.available()) throw unavailable('Kafka', kafkaRetryAfterSeconds);
   const transactions = edgeTransactionsOf(deps.edgePool);
   const waitStarted = performance.now();
-  let tx: PoolClient;
+  let tx: TenantTx;
   try {
-    tx = await deps.edgePool.connect();
+    tx = await deps.edgePool.connect(tenantId);
   } catch {
     throw noConnection(deps, waitStarted);
   }
   const state = transactions.begin();
   let phase: 'postgres' | 'kafka' = 'postgres';
+  let broken: Error | undefined;
   try {
     await tx.query('BEGIN');
     const { result, produce } = await write(tx);
@@ -73,13 +84,13 @@ export async function recordThenProduce<T>(
     state.committed();
     return result;
   } catch (err) {
-    await tx.query('ROLLBACK').catch(() => undefined);
+    await tx.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
     if (phase === 'kafka') throw unavailable('Kafka', kafkaRetryAfterSeconds);
     if (isConnectionError(err)) throw unavailable('PostgreSQL');
     throw err;
   } finally {
     state.release();
-    tx.release();
+    tx.release(broken);
   }
 }
 
@@ -87,7 +98,7 @@ export async function recordThenProduce<T>(
 function noConnection(deps: Pick<WriteDeps, 'edgePool' | 'bus'>, waitStarted: number): AppError {
   const cause = causeOfEdgeWait({
     kafkaAvailable: deps.bus.available(),
-    max: deps.edgePool.options.max,
+    max: deps.edgePool.max,
     ...edgeTransactionsOf(deps.edgePool).snapshot(waitStarted),
   });
   if (cause === 'Kafka') return unavailable('Kafka', kafkaRetryAfterSeconds);

@@ -1,5 +1,6 @@
 import type { Config } from '../../shared/config.js';
 import type { Pool } from '../../shared/db/pool.js';
+import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError } from '../../shared/errors.js';
 import { sequenceEvents } from '../../shared/webhooks/feed.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
@@ -10,7 +11,13 @@ import { readFeedPage, type FeedPage } from './store.js';
 
 const retentionHours = (events: Config['events']) => Math.round(events.retentionMs / 3_600_000);
 
-export const eventRoutes = (pool: Pool, events: Config['events'], waits: EventWaits): RouteDefinition[] => [
+/** pool: unscoped, for the feed's sequencing (across tenants); tenantPool: the caller's page. */
+export const eventRoutes = (
+  pool: Pool,
+  tenantPool: TenantPool,
+  events: Config['events'],
+  waits: EventWaits,
+): RouteDefinition[] => [
   defineRoute({
     method: 'get',
     path: '/api/v1/events',
@@ -40,7 +47,9 @@ export const eventRoutes = (pool: Pool, events: Config['events'], waits: EventWa
       const after = query.after === undefined ? null : decodeCursor(query.after);
       const read = async () => {
         await sequenceEvents(pool);
-        return readFeedPage(pool, client.clientId, { after, types: query.types ?? null, limit: query.limit });
+        return tenantPool.run(client.tenantId, (tx) =>
+          readFeedPage(tx, client.clientId, { after, types: query.types ?? null, limit: query.limit }),
+        );
       };
       const answer = (page: FeedPage) => {
         if (after !== null && after < page.prunedThrough) {

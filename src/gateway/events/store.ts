@@ -1,4 +1,4 @@
-import type { Queryable } from '../../shared/db/pool.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import { testEventType } from '../../shared/webhooks/endpoint-deliveries.js';
 
 // One page of a client's events and the feed's head, read in one statement (one snapshot): every
@@ -12,7 +12,7 @@ export type FeedPage = {
 };
 
 export async function readFeedPage(
-  db: Queryable,
+  db: TenantTx,
   clientId: string,
   page: { after: bigint | null; types: readonly string[] | null; limit: number },
 ): Promise<FeedPage> {

@@ -1,11 +1,11 @@
 import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
+import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { notFound } from '../../shared/errors.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { importJobIdParamsSchema, importJobListSchema, importJobSchema, listImportJobsQuery } from './schemas.js';
 import { findImportJob, listImportJobs } from './store.js';
 
-export const importJobRoutes = (pool: Pool, inbound: Config['inbound']): RouteDefinition[] => [
+export const importJobRoutes = (pool: TenantPool, inbound: Config['inbound']): RouteDefinition[] => [
   defineRoute({
     method: 'get',
     path: '/api/v1/import-jobs',
@@ -17,7 +17,7 @@ export const importJobRoutes = (pool: Pool, inbound: Config['inbound']): RouteDe
     query: listImportJobsQuery(inbound.importJobsMaxTake),
     responses: { 200: { description: 'A page of import jobs', schema: importJobListSchema } },
     async handler({ query, client }) {
-      const page = await listImportJobs(pool, client.clientId, query);
+      const page = await pool.run(client.tenantId, (tx) => listImportJobs(tx, client.clientId, query));
       return { status: 200, body: { ...page, skip: query.skip, take: query.take } };
     },
   }),
@@ -33,7 +33,7 @@ export const importJobRoutes = (pool: Pool, inbound: Config['inbound']): RouteDe
     errorStatuses: [404],
     responses: { 200: { description: 'The import job', schema: importJobSchema } },
     async handler({ params, client }) {
-      const job = await findImportJob(pool, client.clientId, params.id);
+      const job = await pool.run(client.tenantId, (tx) => findImportJob(tx, client.clientId, params.id));
       if (!job) throw notFound(`Import job ${params.id}`);
       return { status: 200, body: job };
     },

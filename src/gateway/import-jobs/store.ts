@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import type { ImportJobStatus } from '../../shared/inbound/import-job.js';
 import type { ImportJobDto } from './schemas.js';
 
@@ -32,7 +32,7 @@ export function toImportJobDto(r: Record<string, any>): ImportJobDto {
   };
 }
 
-export async function findImportJob(db: Pool | PoolClient, clientId: string, id: string): Promise<ImportJobDto | null> {
+export async function findImportJob(db: TenantTx, clientId: string, id: string): Promise<ImportJobDto | null> {
   const { rows } = await db.query(`SELECT ${importJobColumns} FROM import_jobs WHERE id = $1 AND client_id = $2`, [
     id,
     clientId,
@@ -41,19 +41,16 @@ export async function findImportJob(db: Pool | PoolClient, clientId: string, id:
 }
 
 export async function listImportJobs(
-  pool: Pool,
+  tx: TenantTx,
   clientId: string,
   filter: { status?: ImportJobStatus; sourceSystem?: string; skip: number; take: number },
 ): Promise<{ items: ImportJobDto[]; total: number }> {
   const where = `client_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR source_system = $3)`;
   const values = [clientId, filter.status ?? null, filter.sourceSystem ?? null];
-  const [page, count] = await Promise.all([
-    pool.query(`SELECT ${importJobColumns} FROM import_jobs WHERE ${where} ORDER BY id DESC OFFSET $4 LIMIT $5`, [
-      ...values,
-      filter.skip,
-      filter.take,
-    ]),
-    pool.query(`SELECT count(*)::int AS total FROM import_jobs WHERE ${where}`, values),
-  ]);
+  const page = await tx.query(
+    `SELECT ${importJobColumns} FROM import_jobs WHERE ${where} ORDER BY id DESC OFFSET $4 LIMIT $5`,
+    [...values, filter.skip, filter.take],
+  );
+  const count = await tx.query(`SELECT count(*)::int AS total FROM import_jobs WHERE ${where}`, values);
   return { items: page.rows.map(toImportJobDto), total: count.rows[0].total };
 }

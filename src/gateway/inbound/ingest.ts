@@ -31,38 +31,42 @@ export async function ingestTargets(
   req: IngestRequest,
 ): Promise<IngestResult> {
   const { chunks } = req;
-  const recorded = await recordThenProduce<IngestResult | { replayOf: RecordedJob }>(deps, async (tx) => {
-    const row = await insertImportJob(tx, {
-      tenantId: client.tenantId,
-      clientId: client.clientId,
-      kind: req.kind,
-      sourceSystem: req.sourceSystem,
-      externalBatchId: req.externalBatchId,
-      idempotencyKey: req.idempotencyKey,
-      requestHash: req.requestHash,
-      received: req.received,
-      accepted: req.accepted,
-      rejected: req.rejectedCount,
-      chunkCount: chunks.length,
-      errors: req.errors,
-      errorsOmitted: req.errorsOmitted,
-    });
-    if (!row) return { result: { replayOf: (await findImportJobByKey(tx, client.clientId, req.idempotencyKey!))! } };
-    const importJobId = String(row.id);
-    const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
-    const messages = chunkMessages(importJobId, req.sourceSystem, chunks, meta);
-    const topics = topicNames(deps.config.kafka);
-    // Small imports take the express lane: the workers never queue them behind a bulk backlog.
-    const express = chunks.length === 1 && req.accepted <= deps.config.inbound.expressMaxTargets;
-    return {
-      result: { ...toImportJobDto(row), idempotentReplay: false },
-      produce: {
-        topic: express ? topics.inboundTargetsExpress : topics.inboundTargets,
-        messages,
-        recordId: importJobId,
-      },
-    };
-  });
+  const recorded = await recordThenProduce<IngestResult | { replayOf: RecordedJob }>(
+    deps,
+    client.tenantId,
+    async (tx) => {
+      const row = await insertImportJob(tx, {
+        tenantId: client.tenantId,
+        clientId: client.clientId,
+        kind: req.kind,
+        sourceSystem: req.sourceSystem,
+        externalBatchId: req.externalBatchId,
+        idempotencyKey: req.idempotencyKey,
+        requestHash: req.requestHash,
+        received: req.received,
+        accepted: req.accepted,
+        rejected: req.rejectedCount,
+        chunkCount: chunks.length,
+        errors: req.errors,
+        errorsOmitted: req.errorsOmitted,
+      });
+      if (!row) return { result: { replayOf: (await findImportJobByKey(tx, client.clientId, req.idempotencyKey!))! } };
+      const importJobId = String(row.id);
+      const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
+      const messages = chunkMessages(importJobId, req.sourceSystem, chunks, meta);
+      const topics = topicNames(deps.config.kafka);
+      // Small imports take the express lane: the workers never queue them behind a bulk backlog.
+      const express = chunks.length === 1 && req.accepted <= deps.config.inbound.expressMaxTargets;
+      return {
+        result: { ...toImportJobDto(row), idempotentReplay: false },
+        produce: {
+          topic: express ? topics.inboundTargetsExpress : topics.inboundTargets,
+          messages,
+          recordId: importJobId,
+        },
+      };
+    },
+  );
   if (!('replayOf' in recorded)) return recorded;
   const existing = recorded.replayOf;
   if (!existing.request_hash.equals(req.requestHash)) {

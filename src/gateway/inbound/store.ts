@@ -1,4 +1,4 @@
-import type { PoolClient } from '../../shared/db/pool.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import type { ItemError } from '../../shared/inbound/import-job.js';
 import { importJobColumns } from '../import-jobs/store.js';
 
@@ -22,7 +22,7 @@ export type NewImportJob = {
  * Inserts the job, or returns null when the client already used this idempotency key (a
  * concurrent insert of the same key waits here until the other transaction ends).
  */
-export async function insertImportJob(tx: PoolClient, job: NewImportJob): Promise<Record<string, any> | null> {
+export async function insertImportJob(tx: TenantTx, job: NewImportJob): Promise<Record<string, any> | null> {
   const { rows } = await tx.query(
     `INSERT INTO import_jobs (tenant_id, client_id, kind, source_system, external_batch_id, idempotency_key,
                               request_hash, received_count, accepted_count, rejected_count, chunk_count,
@@ -50,7 +50,7 @@ export async function insertImportJob(tx: PoolClient, job: NewImportJob): Promis
 }
 
 export async function findImportJobByKey(
-  tx: PoolClient,
+  tx: TenantTx,
   clientId: string,
   idempotencyKey: string,
 ): Promise<(Record<string, any> & { request_hash: Buffer }) | null> {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Pool } from '../../shared/db/pool.js';
+import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { inventoryBalanceSchema, inventoryItemSchema, inventoryLocationSchema } from './schemas.js';
 import { listBalances, listItems, listLocations } from './store.js';
@@ -9,8 +9,8 @@ const list = (
   operationId: string,
   summary: string,
   schema: z.ZodType,
-  load: (pool: Pool, tenantId: string) => Promise<unknown[]>,
-  pool: Pool,
+  load: (tx: TenantTx, tenantId: string) => Promise<unknown[]>,
+  pool: TenantPool,
 ) =>
   defineRoute({
     method: 'get',
@@ -21,10 +21,13 @@ const list = (
     tag: 'Inventory',
     auth: 'apiKey',
     responses: { 200: { description: summary, schema: z.array(schema) } },
-    handler: async ({ client }) => ({ status: 200, body: await load(pool, client.tenantId) }),
+    handler: async ({ client }) => ({
+      status: 200,
+      body: await pool.run(client.tenantId, (tx) => load(tx, client.tenantId)),
+    }),
   });
 
-export const inventoryRoutes = (pool: Pool): RouteDefinition[] => [
+export const inventoryRoutes = (pool: TenantPool): RouteDefinition[] => [
   list(
     '/api/v1/connect/inventory/items',
     'listInventoryItems',

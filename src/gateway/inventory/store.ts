@@ -1,10 +1,10 @@
-import type { Pool } from '../../shared/db/pool.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import type { InventoryBalanceDto, InventoryItemDto, InventoryLocationDto } from './schemas.js';
 
 const num = (v: string | null): number | null => (v === null ? null : Number(v));
 
-export async function listItems(pool: Pool, tenantId: string): Promise<InventoryItemDto[]> {
-  const { rows } = await pool.query(
+export async function listItems(tx: TenantTx, tenantId: string): Promise<InventoryItemDto[]> {
+  const { rows } = await tx.query(
     `SELECT id, name, sku, category_name, unit_of_measure, track_stock, default_quantity, low_stock_threshold
        FROM inventory_items WHERE tenant_id = $1 ORDER BY name NULLS LAST, id`,
     [tenantId],
@@ -21,8 +21,8 @@ export async function listItems(pool: Pool, tenantId: string): Promise<Inventory
   }));
 }
 
-export async function listLocations(pool: Pool, tenantId: string): Promise<InventoryLocationDto[]> {
-  const { rows } = await pool.query(
+export async function listLocations(tx: TenantTx, tenantId: string): Promise<InventoryLocationDto[]> {
+  const { rows } = await tx.query(
     `SELECT id, name, external_code, location_type, is_default
        FROM inventory_locations WHERE tenant_id = $1 ORDER BY is_default DESC, name NULLS LAST, id`,
     [tenantId],
@@ -36,8 +36,8 @@ export async function listLocations(pool: Pool, tenantId: string): Promise<Inven
   }));
 }
 
-export async function listBalances(pool: Pool, tenantId: string): Promise<InventoryBalanceDto[]> {
-  const { rows } = await pool.query(
+export async function listBalances(tx: TenantTx, tenantId: string): Promise<InventoryBalanceDto[]> {
+  const { rows } = await tx.query(
     `SELECT b.item_id, i.name AS item_name, i.sku, b.location_id, l.name AS location_name,
             l.external_code, b.quantity_on_hand, i.unit_of_measure,
             (i.low_stock_threshold IS NOT NULL AND b.quantity_on_hand <= i.low_stock_threshold) AS is_low_stock,

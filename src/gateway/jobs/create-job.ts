@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../../shared/db/pool.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import { AppError, unavailable, type FieldErrors } from '../../shared/errors.js';
 import { jobMessageType, jobMessageVersion, type JobPayload } from '../../shared/jobs/job-message.js';
 import type { CreateJobRequest } from '../../shared/jobs/job.js';
@@ -21,12 +21,7 @@ type Ids = { requestId: string; correlationId: string };
 export type CreateJobAnswer = { status: 201 | 200; body: Record<string, unknown> };
 
 /** What makes a well-formed request impossible to carry out (422), field by field. */
-async function unprocessable(
-  tx: Queryable,
-  tenantId: string,
-  req: CreateJobRequest,
-  now: number,
-): Promise<FieldErrors> {
+async function unprocessable(tx: TenantTx, tenantId: string, req: CreateJobRequest, now: number): Promise<FieldErrors> {
   const errors: FieldErrors = {};
   const window = req.requestedTimeWindow;
   if (window && Date.parse(window.end) <= Date.parse(window.start)) {
@@ -89,16 +84,21 @@ export async function createJob(
 
   // A replay or a refusal needs no number; checked outside the transaction, then again inside.
   let jobNumber: string | null = null;
-  if (!(await findJobRequest(deps.pool, client.tenantId, key, body.externalId))) {
-    const errors = await unprocessable(deps.pool, client.tenantId, body, Date.now());
+  // null: an earlier request with this key or external id exists.
+  const errors = await deps.tenantPool.run(client.tenantId, async (tx) =>
+    (await findJobRequest(tx, client.tenantId, key, body.externalId))
+      ? null
+      : unprocessable(tx, client.tenantId, body, Date.now()),
+  );
+  if (errors) {
     if (Object.keys(errors).length > 0) {
       throw new AppError('unprocessable', 'The job cannot be created as requested.', errors);
     }
     if (!deps.bus.available()) throw unavailable('Kafka', 5); // before a number is spent
-    jobNumber = await nextJobNumber(deps.pool, client.tenantId);
+    jobNumber = await deps.tenantPool.run(client.tenantId, (tx) => nextJobNumber(tx, client.tenantId));
   }
 
-  return recordThenProduce<CreateJobAnswer>(deps, async (tx) => {
+  return recordThenProduce<CreateJobAnswer>(deps, client.tenantId, async (tx) => {
     await lockKey(tx, client.tenantId, `key:${key}`);
     await lockKey(tx, client.tenantId, `ext:${body.externalId}`);
     const existing = await findJobRequest(tx, client.tenantId, key, body.externalId);

@@ -1,4 +1,4 @@
-import type { PoolClient, Queryable } from '../../shared/db/pool.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 
 export type JobRequestRow = {
   field_job_id: string;
@@ -10,12 +10,12 @@ export type JobRequestRow = {
 };
 
 /** Serialises requests for one (tenant, key) until this transaction ends: duplicates queue up. */
-export const lockKey = (tx: PoolClient, tenantId: string, key: string) =>
+export const lockKey = (tx: TenantTx, tenantId: string, key: string) =>
   tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`job:${tenantId}:${key}`]);
 
 /** An earlier request with this idempotency key, or with this external id. */
 export async function findJobRequest(
-  tx: Queryable,
+  tx: TenantTx,
   tenantId: string,
   key: string,
   externalId: string,
@@ -32,11 +32,11 @@ export async function findJobRequest(
 }
 
 /**
- * Next job number of the tenant. Run it outside the edge transaction (on the pool: the counter
+ * Next job number of the tenant. Run it outside the edge transaction (in a short one of its own: the counter
  * row is locked for this statement only), or one tenant's creations would queue behind each
  * other's wait for Kafka; a number drawn for a creation that then fails is not reused.
  */
-export async function nextJobNumber(tx: Queryable, tenantId: string): Promise<string> {
+export async function nextJobNumber(tx: TenantTx, tenantId: string): Promise<string> {
   const { rows } = await tx.query(
     `INSERT INTO tenant_sequences (tenant_id, name, value) VALUES ($1, 'job_number', 1)
      ON CONFLICT (tenant_id, name) DO UPDATE SET value = tenant_sequences.value + 1 RETURNING value`,
@@ -45,12 +45,12 @@ export async function nextJobNumber(tx: Queryable, tenantId: string): Promise<st
   return `J-${String(rows[0].value).padStart(6, '0')}`;
 }
 
-export async function jobTypeExists(tx: Queryable, tenantId: string, code: string): Promise<boolean> {
+export async function jobTypeExists(tx: TenantTx, tenantId: string, code: string): Promise<boolean> {
   const { rowCount } = await tx.query('SELECT 1 FROM job_types WHERE tenant_id = $1 AND code = $2', [tenantId, code]);
   return rowCount === 1;
 }
 
-export async function targetExists(tx: Queryable, tenantId: string, sourceSystem: string, externalId: string) {
+export async function targetExists(tx: TenantTx, tenantId: string, sourceSystem: string, externalId: string) {
   const { rowCount } = await tx.query(
     'SELECT 1 FROM targets WHERE tenant_id = $1 AND source_system = $2 AND external_id = $3',
     [tenantId, sourceSystem, externalId],
@@ -59,7 +59,7 @@ export async function targetExists(tx: Queryable, tenantId: string, sourceSystem
 }
 
 export async function insertJobRequest(
-  tx: PoolClient,
+  tx: TenantTx,
   r: {
     fieldJobId: string;
     tenantId: string;

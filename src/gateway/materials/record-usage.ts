@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { topicNames } from '../../shared/kafka/topics.js';
 import { quantityDecimals } from '../../shared/materials/usage.js';
@@ -35,11 +35,7 @@ export function workOrderNotFound(ref: WorkOrderRef): AppError {
   );
 }
 
-export async function resolveWorkOrder(
-  db: Pool | PoolClient,
-  tenantId: string,
-  ref: WorkOrderRef,
-): Promise<WorkOrderRow> {
+export async function resolveWorkOrder(db: TenantTx, tenantId: string, ref: WorkOrderRef): Promise<WorkOrderRow> {
   const workOrder = await findWorkOrder(db, tenantId, ref);
   if (!workOrder) throw workOrderNotFound(ref);
   return workOrder;
@@ -58,7 +54,7 @@ const sameUnit = (a: string | null, b: string | null) =>
  * Resolves the location and items of the tenant and checks units; every unresolvable reference
  * is reported at once as a 400 (inventory_reference_invalid) with one field error each.
  */
-async function resolveReferences(tx: PoolClient, tenantId: string, req: CreateMaterialUsageRequest): Promise<Resolved> {
+async function resolveReferences(tx: TenantTx, tenantId: string, req: CreateMaterialUsageRequest): Promise<Resolved> {
   const errors: FieldErrors = {};
   const add = (field: string, message: string) => (errors[field] ??= []).push(message);
 
@@ -136,7 +132,7 @@ export function recordMaterialUsage(
   ref: WorkOrderRef,
   req: CreateMaterialUsageRequest,
 ): Promise<MaterialUsageResponse> {
-  return recordThenProduce<MaterialUsageResponse>(deps, async (tx) => {
+  return recordThenProduce<MaterialUsageResponse>(deps, client.tenantId, async (tx) => {
     const workOrder = await resolveWorkOrder(tx, client.tenantId, ref);
     const resolved = await resolveReferences(tx, client.tenantId, req);
     // Normalised content: the same usage sent to either address, by item id or SKU, by
@@ -191,10 +187,12 @@ export function recordMaterialUsage(
 
 /** GET: the work order's usages, Pending ones included (read-your-writes). */
 export async function listMaterialUsages(
-  pool: Pool,
+  pool: TenantPool,
   tenantId: string,
   ref: WorkOrderRef,
 ): Promise<WorkOrderMaterialUsageDto[]> {
-  const workOrder = await resolveWorkOrder(pool, tenantId, ref);
-  return loadUsages(pool, tenantId, { workOrderId: workOrder.id });
+  return pool.run(tenantId, async (tx) => {
+    const workOrder = await resolveWorkOrder(tx, tenantId, ref);
+    return loadUsages(tx, tenantId, { workOrderId: workOrder.id });
+  });
 }

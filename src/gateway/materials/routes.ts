@@ -99,7 +99,7 @@ export function materialRoutes(deps: Deps): RouteDefinition[] {
       responses: { 200: { description: 'The usages', schema: z.array(workOrderMaterialUsageSchema) } },
       async handler({ params, client }) {
         const ref: WorkOrderRef = { by: 'id', workOrderId: Number(params.workOrderId) };
-        return { status: 200, body: await listMaterialUsages(deps.pool, client.tenantId, ref) };
+        return { status: 200, body: await listMaterialUsages(deps.tenantPool, client.tenantId, ref) };
       },
     }),
     defineRoute({

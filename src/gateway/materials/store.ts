@@ -1,8 +1,8 @@
-import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 
 // SQL of the material-usage operations at the edge.
 
-type Db = Pool | PoolClient;
+type Db = TenantTx;
 
 export type WorkOrderRef = { by: 'id'; workOrderId: number } | { by: 'externalId'; externalWorkOrderId: string };
 export type WorkOrderRow = { id: number; externalWorkOrderId: string };
@@ -66,7 +66,7 @@ export type NewUsage = {
  * Records the usage and its lines, or returns false when the tenant already used this event id
  * (a concurrent insert of the same id waits on the unique index until the other one ends).
  */
-export async function insertUsage(tx: PoolClient, u: NewUsage): Promise<boolean> {
+export async function insertUsage(tx: TenantTx, u: NewUsage): Promise<boolean> {
   const { rowCount } = await tx.query(
     `INSERT INTO material_usages (id, tenant_id, client_id, work_order_id, external_event_id, request_hash, location_id, used_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)

@@ -1,5 +1,6 @@
 import { loadConfig } from '../../shared/config.js';
 import { createPool } from '../../shared/db/pool.js';
+import { createTenantPool } from '../../shared/db/tenant-scope.js';
 import { createKafkaBus } from '../../shared/kafka/bus.js';
 import { createLogger } from '../../shared/logger.js';
 import { allRoutes } from '../app.js';
@@ -23,6 +24,7 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
   const config = loadConfig({ ...env, DATABASE_URL: nowhere, KAFKA_BROKERS: '127.0.0.1:1' });
   const logger = createLogger('silent', 'openapi');
   const pool = createPool(nowhere, 1, 'openapi');
+  const tenantPool = createTenantPool(nowhere, 1, 'openapi');
   const bus = createKafkaBus({ brokers: config.kafka.brokers, clientId: 'openapi', logger });
   const unused = (): never => {
     throw new Error('not available while printing the document');
@@ -32,7 +34,8 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
     config,
     logger,
     pool,
-    edgePool: pool,
+    tenantPool,
+    edgePool: tenantPool,
     batchPreparer,
     memory: noMemoryBudget,
     bus,
@@ -43,7 +46,7 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
   return {
     routes,
     close: async () => {
-      await Promise.allSettled([pool.end(), bus.close()]);
+      await Promise.allSettled([pool.end(), tenantPool.end(), bus.close()]);
     },
   };
 }

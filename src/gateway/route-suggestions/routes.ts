@@ -1,5 +1,5 @@
 import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
+import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { defaultServiceMinutes, isTimeZone, maxTargets, RouteInputError } from '../../routing/index.js';
 import { importJobIdParamsSchema } from '../import-jobs/schemas.js';
@@ -20,7 +20,7 @@ const method =
   `included) runs in a worker thread, within the budget.`;
 
 export const routeSuggestionRoutes = (
-  pool: Pool,
+  pool: TenantPool,
   routeSuggestions: Config['routeSuggestions'],
   memory: MemoryBudget,
 ): RouteDefinition[] => [
@@ -76,7 +76,7 @@ export const routeSuggestionRoutes = (
     errorStatuses: [404],
     responses: { 200: { description: 'The draft', schema: routeSuggestionSchema } },
     async handler({ params, client }) {
-      const found = await findSuggestion(pool, client.clientId, params.id);
+      const found = await pool.run(client.tenantId, (tx) => findSuggestion(tx, client.clientId, params.id));
       if (!found) throw notFound(`Route suggestion ${params.id}`);
       return { status: 200, body: found };
     },

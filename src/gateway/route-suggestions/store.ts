@@ -1,8 +1,8 @@
-import type { Pool } from '../../shared/db/pool.js';
+import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import type { CreateRouteSuggestion, RouteSuggestionDto } from './schemas.js';
 
-export async function findJobStatus(pool: Pool, clientId: string, importJobId: string): Promise<string | null> {
-  const { rows } = await pool.query('SELECT status FROM import_jobs WHERE id = $1 AND client_id = $2', [
+export async function findJobStatus(tx: TenantTx, clientId: string, importJobId: string): Promise<string | null> {
+  const { rows } = await tx.query('SELECT status FROM import_jobs WHERE id = $1 AND client_id = $2', [
     importJobId,
     clientId,
   ]);
@@ -14,12 +14,12 @@ const jobTargetsWhere = 'tenant_id = $1 AND last_import_job_id = $2';
 /** How many targets the job's current data holds (counted up to `upTo`) and the most windows one
  *  has: PostgreSQL counts, so a job over the limits is refused before the gateway reads a row. */
 export async function jobTargetCounts(
-  pool: Pool,
+  tx: TenantTx,
   tenantId: string,
   importJobId: string,
   upTo: number,
 ): Promise<{ targets: number; maxWindows: number }> {
-  const { rows } = await pool.query(
+  const { rows } = await tx.query(
     `SELECT count(*)::int AS targets, coalesce(max(jsonb_array_length(time_windows)), 0) AS max_windows
        FROM (SELECT time_windows FROM targets WHERE ${jobTargetsWhere} LIMIT $3) t`,
     [tenantId, importJobId, upTo],
@@ -29,8 +29,8 @@ export async function jobTargetCounts(
 
 /** The targets whose current data came from this import job, in a stable order, as one JSON text
  *  of ImportedTarget[] (src/routing): the routing worker parses it, not the gateway's event loop. */
-export async function jobTargetsJson(pool: Pool, tenantId: string, importJobId: string): Promise<string> {
-  const { rows } = await pool.query(
+export async function jobTargetsJson(tx: TenantTx, tenantId: string, importJobId: string): Promise<string> {
+  const { rows } = await tx.query(
     `SELECT coalesce(json_agg(json_build_object(
               'externalId', external_id, 'lat', latitude, 'lon', longitude, 'timeWindows', time_windows,
               'serviceMinutes', service_duration_minutes, 'priority', priority)
@@ -42,11 +42,11 @@ export async function jobTargetsJson(pool: Pool, tenantId: string, importJobId: 
 }
 
 export async function insertSuggestion(
-  pool: Pool,
+  tx: TenantTx,
   s: { tenantId: string; clientId: string; request: CreateRouteSuggestion; dto: RouteSuggestionDto },
 ): Promise<void> {
   const { routes, unplaced, totalDistanceKm, totalDurationMinutes, summary } = s.dto;
-  await pool.query(
+  await tx.query(
     `INSERT INTO route_suggestions (id, tenant_id, client_id, import_job_id, name, request, result, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [
@@ -62,8 +62,8 @@ export async function insertSuggestion(
   );
 }
 
-export async function findSuggestion(pool: Pool, clientId: string, id: string): Promise<RouteSuggestionDto | null> {
-  const { rows } = await pool.query(
+export async function findSuggestion(tx: TenantTx, clientId: string, id: string): Promise<RouteSuggestionDto | null> {
+  const { rows } = await tx.query(
     `SELECT id, import_job_id, name, status, request, result, created_at FROM route_suggestions
       WHERE id = $1 AND client_id = $2`,
     [id, clientId],

@@ -7,7 +7,7 @@ import {
   type ImportedDraftInput,
   type ImportedDraftResult,
 } from '../../routing/index.js';
-import type { Pool } from '../../shared/db/pool.js';
+import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { maxTimeWindows } from '../../shared/inbound/target-schema.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
@@ -19,8 +19,8 @@ const finalStatuses = ['Completed', 'CompletedWithErrors'];
 
 /** Refuses (400 via RouteInputError) a job over the draft limits before any of its targets is
  *  read; returns its target count. */
-async function checkJobSize(pool: Pool, tenantId: string, importJobId: string): Promise<number> {
-  const counts = await jobTargetCounts(pool, tenantId, importJobId, maxTargets + 1);
+async function checkJobSize(pool: TenantPool, tenantId: string, importJobId: string): Promise<number> {
+  const counts = await pool.run(tenantId, (tx) => jobTargetCounts(tx, tenantId, importJobId, maxTargets + 1));
   checkTargetCount(counts.targets);
   if (counts.maxWindows > maxTimeWindows) {
     throw new RouteInputError(`targets must have at most ${maxTimeWindows} time windows each`);
@@ -63,13 +63,13 @@ export const draftMemoryBytes = (targets: number) => (targets + 2) ** 2 * 8 + ta
 /** Builds a draft from the job's targets off the request thread (limits checked first), stores
  *  it, and returns it. */
 export async function createRouteSuggestion(
-  pool: Pool,
+  pool: TenantPool,
   client: AuthenticatedClient,
   importJobId: string,
   req: CreateRouteSuggestion,
   budget: DraftBudget = { ms: 30_000 },
 ): Promise<RouteSuggestionDto> {
-  const status = await findJobStatus(pool, client.clientId, importJobId);
+  const status = await pool.run(client.tenantId, (tx) => findJobStatus(tx, client.clientId, importJobId));
   if (!status) throw notFound(`Import job ${importJobId}`);
   if (!finalStatuses.includes(status)) {
     throw new AppError(
@@ -90,7 +90,7 @@ export async function createRouteSuggestion(
 }
 
 async function computeAndStore(
-  pool: Pool,
+  pool: TenantPool,
   client: AuthenticatedClient,
   importJobId: string,
   req: CreateRouteSuggestion,
@@ -107,7 +107,7 @@ async function computeAndStore(
     shift: req.shift,
     ...(req.maxStopsPerRoute ? { maxStopsPerRoute: req.maxStopsPerRoute } : {}),
     averageSpeedKmh: req.averageSpeedKmh ?? defaultSpeedKmh,
-    targetsJson: await jobTargetsJson(pool, client.tenantId, importJobId),
+    targetsJson: await pool.run(client.tenantId, (tx) => jobTargetsJson(tx, client.tenantId, importJobId)),
   };
   const result = await computeWithinBudget(input, budget, targets);
   if (!result.routable) {
@@ -138,6 +138,8 @@ async function computeAndStore(
     totalDurationMinutes: result.totalDurationMinutes,
     summary: { targets: result.targets, placed, unplaced: result.unplaced.length },
   };
-  await insertSuggestion(pool, { tenantId: client.tenantId, clientId: client.clientId, request: req, dto });
+  await pool.run(client.tenantId, (tx) =>
+    insertSuggestion(tx, { tenantId: client.tenantId, clientId: client.clientId, request: req, dto }),
+  );
   return dto;
 }

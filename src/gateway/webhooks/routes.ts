@@ -1,5 +1,5 @@
 import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
+import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { subscriptionOf } from '../../shared/webhooks/event-types.js';
 import {
@@ -41,7 +41,9 @@ import {
 } from './schemas.js';
 
 // A client's own webhook endpoints (scope webhooks.manage): the admin CLI's operations, through
-// the same store (shared/webhooks), limited to the caller's endpoints: another's is 404.
+// the same store (shared/webhooks), limited to the caller's endpoints: another's is 404. Every
+// statement runs scoped to the caller's tenant (shared/db/tenant-scope.ts); the URL check, which
+// resolves the host, runs between two checkouts, holding no connection.
 
 const tag = 'Webhook endpoints';
 const base = '/api/v1/webhook-endpoints';
@@ -61,15 +63,15 @@ async function checkUrl(url: string, allowPrivate: boolean): Promise<void> {
 /** Stored subscription of validated names (the schema admits only known types and "all" alone). */
 const subscription = (names: string[]) => subscriptionOf(names)!;
 
-export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']): RouteDefinition[] => {
+export const webhookEndpointRoutes = (pool: TenantPool, webhooks: Config['webhooks']): RouteDefinition[] => {
   const ref = (endpointId: string, clientId: string): EndpointRef => ({ endpointId, clientId });
-  const mustGet = async (r: EndpointRef) => {
-    const endpoint = await getEndpoint(pool, r);
+  const mustGet = async (tx: TenantTx, r: EndpointRef) => {
+    const endpoint = await getEndpoint(tx, r);
     if (!endpoint) throw notFound(`Webhook endpoint ${r.endpointId}`);
     return endpoint;
   };
-  const mustFind = async (r: EndpointRef) => {
-    const endpoint = await findEndpoint(pool, r);
+  const mustFind = async (tx: TenantTx, r: EndpointRef) => {
+    const endpoint = await findEndpoint(tx, r);
     if (!endpoint) throw notFound(`Webhook endpoint ${r.endpointId}`);
     return endpoint;
   };
@@ -93,21 +95,24 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
       responses: { 201: { description: 'Registered; store the secret now', schema: createdEndpointSchema } },
       async handler({ body, client }) {
         await checkUrl(body.url, webhooks.allowPrivateTargets);
-        if ((await countEndpoints(pool, client.clientId)) >= webhooks.endpointsPerClient) {
-          throw new AppError(
-            'webhook_endpoint_limit',
-            `A client may have ${webhooks.endpointsPerClient} webhook endpoints; delete one first.`,
-            null,
-            { limit: webhooks.endpointsPerClient },
-          );
-        }
-        const created = await createEndpoint(pool, {
-          clientId: client.clientId,
-          url: body.url,
-          eventTypes: subscription(body.events),
+        return pool.run(client.tenantId, async (tx) => {
+          if ((await countEndpoints(tx, client.clientId)) >= webhooks.endpointsPerClient) {
+            throw new AppError(
+              'webhook_endpoint_limit',
+              `A client may have ${webhooks.endpointsPerClient} webhook endpoints; delete one first.`,
+              null,
+              { limit: webhooks.endpointsPerClient },
+            );
+          }
+          const created = await createEndpoint(tx, {
+            tenantId: client.tenantId,
+            clientId: client.clientId,
+            url: body.url,
+            eventTypes: subscription(body.events),
+          });
+          const endpoint = await mustGet(tx, ref(created.endpointId, client.clientId));
+          return { status: 201, body: { ...endpoint, secret: created.secret } };
         });
-        const endpoint = await mustGet(ref(created!.endpointId, client.clientId));
-        return { status: 201, body: { ...endpoint, secret: created!.secret } };
       },
     }),
     defineRoute({
@@ -120,7 +125,10 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
       auth: 'apiKey',
       responses: { 200: { description: 'Every endpoint of the caller, oldest first', schema: endpointListSchema } },
       async handler({ client }) {
-        return { status: 200, body: { items: await listEndpoints(pool, client.clientId) } };
+        return {
+          status: 200,
+          body: { items: await pool.run(client.tenantId, (tx) => listEndpoints(tx, client.clientId)) },
+        };
       },
     }),
     defineRoute({
@@ -132,7 +140,10 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
       description: "Another client's endpoint is 404. The secret is never shown here (only on create and rotate).",
       responses: { 200: { description: 'The endpoint', schema: endpointSchema } },
       async handler({ params, client }) {
-        return { status: 200, body: await mustGet(ref(params.endpointId, client.clientId)) };
+        return {
+          status: 200,
+          body: await pool.run(client.tenantId, (tx) => mustGet(tx, ref(params.endpointId, client.clientId))),
+        };
       },
     }),
     defineRoute({
@@ -146,14 +157,16 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
       responses: { 200: { description: 'The changed endpoint', schema: endpointSchema } },
       async handler({ params, body, client }) {
         const r = ref(params.endpointId, client.clientId);
-        await mustFind(r);
+        await pool.run(client.tenantId, (tx) => mustFind(tx, r));
         if (body.url !== undefined) await checkUrl(body.url, webhooks.allowPrivateTargets);
-        const changed = await updateEndpoint(pool, r, {
-          url: body.url ?? null,
-          eventTypes: body.events ? subscription(body.events) : null,
+        return pool.run(client.tenantId, async (tx) => {
+          const changed = await updateEndpoint(tx, r, {
+            url: body.url ?? null,
+            eventTypes: body.events ? subscription(body.events) : null,
+          });
+          if (!changed) throw notFound(`Webhook endpoint ${params.endpointId}`);
+          return { status: 200, body: await mustGet(tx, r) };
         });
-        if (!changed) throw notFound(`Webhook endpoint ${params.endpointId}`);
-        return { status: 200, body: await mustGet(r) };
       },
     }),
     defineRoute({
@@ -165,7 +178,8 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
       description: 'Nothing more is delivered to it. The events stay (other endpoints, the event feed).',
       responses: { 204: { description: 'Deleted' } },
       async handler({ params, client }) {
-        if (!(await deleteEndpoint(pool, ref(params.endpointId, client.clientId))))
+        const r = ref(params.endpointId, client.clientId);
+        if (!(await pool.transaction(client.tenantId, (tx) => deleteEndpoint(tx, r))))
           throw notFound(`Webhook endpoint ${params.endpointId}`);
         return { status: 204, body: null };
       },
@@ -188,9 +202,11 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
         async handler({ params, client }) {
           const r = ref(params.endpointId, client.clientId);
           const status = verb === 'enable' ? 'Active' : 'Disabled';
-          if (!(await setEndpointStatus(pool, r, status, 'disabled by the client')))
-            throw notFound(`Webhook endpoint ${params.endpointId}`);
-          return { status: 200, body: await mustGet(r) };
+          return pool.run(client.tenantId, async (tx) => {
+            if (!(await setEndpointStatus(tx, r, status, 'disabled by the client')))
+              throw notFound(`Webhook endpoint ${params.endpointId}`);
+            return { status: 200, body: await mustGet(tx, r) };
+          });
         },
       }),
     ),
@@ -206,7 +222,8 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
       body: rotateSecretBody,
       responses: { 200: { description: 'The new secret', schema: rotatedSecretSchema } },
       async handler({ params, body, client }) {
-        const rotated = await rotateSecret(pool, ref(params.endpointId, client.clientId), body.overlapSeconds * 1000);
+        const r = ref(params.endpointId, client.clientId);
+        const rotated = await pool.run(client.tenantId, (tx) => rotateSecret(tx, r, body.overlapSeconds * 1000));
         if (!rotated) throw notFound(`Webhook endpoint ${params.endpointId}`);
         return { status: 200, body: rotated };
       },
@@ -222,12 +239,14 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
         'subscription, and not in the event feed. Its data: {endpointId, message}.',
       responses: { 202: { description: 'Queued', schema: testEventSchema } },
       async handler({ params, client }) {
-        const endpoint = await mustFind(ref(params.endpointId, client.clientId));
-        const event = await sendTestEvent(pool, endpoint);
-        return {
-          status: 202,
-          body: { eventId: event.id, type: event.type, endpointStatus: endpoint.status as 'Active' },
-        };
+        return pool.run(client.tenantId, async (tx) => {
+          const endpoint = await mustFind(tx, ref(params.endpointId, client.clientId));
+          const event = await sendTestEvent(tx, endpoint);
+          return {
+            status: 202,
+            body: { eventId: event.id, type: event.type, endpointStatus: endpoint.status as 'Active' },
+          };
+        });
       },
     }),
     defineRoute({
@@ -242,8 +261,10 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
         200: { description: 'Attempts: outcome, status, latency, error, response snippet', schema: attemptListSchema },
       },
       async handler({ params, query, client }) {
-        await mustFind(ref(params.endpointId, client.clientId));
-        const items = await listAttempts(pool, { endpointId: params.endpointId, eventId: query.eventId }, query.limit);
+        const items = await pool.run(client.tenantId, async (tx) => {
+          await mustFind(tx, ref(params.endpointId, client.clientId));
+          return listAttempts(tx, { endpointId: params.endpointId, eventId: query.eventId }, query.limit);
+        });
         return { status: 200, body: { items } };
       },
     }),
@@ -257,11 +278,13 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
       body: replayBody,
       responses: { 202: { description: 'Queued', schema: queuedSchema } },
       async handler({ params, body, client }) {
-        const endpoint = await mustFind(ref(params.endpointId, client.clientId));
-        const event = await findEvent(pool, body.eventId, client.clientId);
-        if (!event) throw notFound(`Event ${body.eventId}`);
-        const queued = await replayEvent(pool, event, endpoint.id);
-        return { status: 202, body: { queued: queued.length, endpointStatus: endpoint.status as 'Active' } };
+        return pool.run(client.tenantId, async (tx) => {
+          const endpoint = await mustFind(tx, ref(params.endpointId, client.clientId));
+          const event = await findEvent(tx, body.eventId, client.clientId);
+          if (!event) throw notFound(`Event ${body.eventId}`);
+          const queued = await replayEvent(tx, event, endpoint.id);
+          return { status: 202, body: { queued: queued.length, endpointStatus: endpoint.status as 'Active' } };
+        });
       },
     }),
     defineRoute({
@@ -276,9 +299,11 @@ export const webhookEndpointRoutes = (pool: Pool, webhooks: Config['webhooks']):
       body: replayFailedBody,
       responses: { 202: { description: 'Queued', schema: queuedSchema } },
       async handler({ params, body, client }) {
-        const endpoint = await mustFind(ref(params.endpointId, client.clientId));
-        const queued = await replayFailedSince(pool, endpoint.id, new Date(body.since));
-        return { status: 202, body: { queued, endpointStatus: endpoint.status as 'Active' } };
+        return pool.run(client.tenantId, async (tx) => {
+          const endpoint = await mustFind(tx, ref(params.endpointId, client.clientId));
+          const queued = await replayFailedSince(tx, endpoint.id, new Date(body.since));
+          return { status: 202, body: { queued, endpointStatus: endpoint.status as 'Active' } };
+        });
       },
     }),
   ];

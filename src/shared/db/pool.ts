@@ -45,16 +45,25 @@ export function createPool(databaseUrl: string, max: number, applicationName: st
 
 /** Runs fn in one transaction on one connection: commit on success, rollback on any error. */
 export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  return transactionOn(await pool.connect(), fn);
+}
+
+/**
+ * Runs fn in one transaction on a connection just checked out, and releases it: commit on
+ * success, rollback on any error. A connection whose rollback failed is destroyed rather than
+ * returned to the pool in an unknown state.
+ */
+export async function transactionOn<C extends PoolClient, T>(client: C, fn: (client: C) => Promise<T>): Promise<T> {
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }

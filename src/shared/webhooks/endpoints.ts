@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { inTransaction, type Pool } from '../db/pool.js';
 import type { Tx } from './outbox.js';
 import { generateWebhookSecret } from './signing.js';
 
@@ -30,19 +29,25 @@ export type EndpointSummary = {
 /** The events column: ['*'] is every type. */
 export const eventsOut = (types: string[]) => (types.length === 1 && types[0] === '*' ? ['all'] : types);
 
+/** A new endpoint of the client (of that tenant: the caller knows it, from authentication or a lookup). */
 export async function createEndpoint(
   db: Tx,
-  input: { clientId: string; url: string; eventTypes: string[] | '*' },
-): Promise<{ endpointId: string; tenantId: string; secret: string; createdAt: string } | null> {
+  input: { tenantId: string; clientId: string; url: string; eventTypes: string[] | '*' },
+): Promise<{ endpointId: string; secret: string; createdAt: string }> {
   const secret = generateWebhookSecret();
   const { rows } = await db.query(
     `INSERT INTO webhook_endpoints (id, tenant_id, client_id, url, event_types, secret)
-     SELECT $1, c.tenant_id, c.id, $3, $4, $5 FROM integration_clients c WHERE c.id = $2
-     RETURNING id, tenant_id, created_at`,
-    [randomUUID(), input.clientId, input.url, input.eventTypes === '*' ? ['*'] : input.eventTypes, secret],
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_at`,
+    [
+      randomUUID(),
+      input.tenantId,
+      input.clientId,
+      input.url,
+      input.eventTypes === '*' ? ['*'] : input.eventTypes,
+      secret,
+    ],
   );
-  const r = rows[0];
-  return r ? { endpointId: r.id, tenantId: r.tenant_id, secret, createdAt: iso(r.created_at)! } : null;
+  return { endpointId: rows[0].id, secret, createdAt: iso(rows[0].created_at)! };
 }
 
 /** An endpoint by id; with clientId, only when it is that client's (the API), else any (operators). */
@@ -146,22 +151,21 @@ const lockDeliveries = (tx: Tx, column: 'endpoint_id' | 'event_id', ids: string[
 
 /**
  * Deletes the endpoint with its deliveries and their attempts (its events stay: other endpoints
- * and the feed). Locks in the order of a dispatcher recording an attempt (the delivery, then the
- * endpoint): the other order deadlocked with it. The endpoint's lock then holds off new
- * deliveries to it, so the deliveries' delete leaves none for the endpoint's delete to trip on.
+ * and the feed), in the caller's transaction. Locks in the order of a dispatcher recording an
+ * attempt (the delivery, then the endpoint): the other order deadlocked with it. The endpoint's
+ * lock then holds off new deliveries to it, so the deliveries' delete leaves none for the
+ * endpoint's delete to trip on.
  */
-export function deleteEndpoint(pool: Pool, ref: EndpointRef): Promise<boolean> {
-  return inTransaction(pool, async (tx) => {
-    const found = await tx.query(`SELECT ep.id FROM webhook_endpoints ep WHERE ${refWhere(1)}`, refValues(ref));
-    const id = found.rows[0]?.id as string | undefined;
-    if (!id) return false;
-    await lockDeliveries(tx, 'endpoint_id', [id]);
-    const locked = await tx.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE', [id]);
-    if (locked.rowCount === 0) return false; // deleted meanwhile by another request
-    await deleteDeliveries(tx, 'endpoint_id', [id]);
-    await tx.query('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
-    return true;
-  });
+export async function deleteEndpoint(tx: Tx, ref: EndpointRef): Promise<boolean> {
+  const found = await tx.query(`SELECT ep.id FROM webhook_endpoints ep WHERE ${refWhere(1)}`, refValues(ref));
+  const id = found.rows[0]?.id as string | undefined;
+  if (!id) return false;
+  await lockDeliveries(tx, 'endpoint_id', [id]);
+  const locked = await tx.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE', [id]);
+  if (locked.rowCount === 0) return false; // deleted meanwhile by another request
+  await deleteDeliveries(tx, 'endpoint_id', [id]);
+  await tx.query('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
+  return true;
 }
 
 /** New current secret; the old one keeps signing until now + overlapMs (0: not at all). */
