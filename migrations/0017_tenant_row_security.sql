@@ -1,9 +1,9 @@
 -- Up Migration
--- Tenant scope that cannot be forgotten (issue 25). The gateway's request paths run their tenant
--- work in transactions scoped to one tenant (src/shared/db/tenant-scope.ts: SET LOCAL ROLE
--- connect_tenant_scope and connect.tenant_id): row-level security then shows and accepts only that
--- tenant's rows, whatever a statement's WHERE says, and a scoped statement without a tenant set
--- sees nothing and can write nothing.
+-- Tenant scope that cannot be forgotten (issue 25). The gateway's request paths reach tenant data
+-- only on connections scoped to one tenant (src/shared/db/tenant-scope.ts: the session takes the
+-- role connect_tenant_scope and sets connect.tenant_id): row-level security then shows and accepts
+-- only that tenant's rows, whatever a statement's WHERE says, and a scoped statement without a
+-- tenant set sees nothing and can write nothing.
 --
 -- Who bypasses, on purpose:
 --   - the tables' owner and superusers (PostgreSQL never applies RLS to them unless FORCEd): the

@@ -1,12 +1,11 @@
 import type { Pool, PoolClient } from '../shared/db/pool.js';
+import { iso } from '../shared/iso-time.js';
 
 // SQL of the admin CLI. Multi-row writes go through unnest() so a whole set is one statement;
 // inserts that hang off a parent join the parent, so a missing parent yields fewer rows
 // returned instead of a foreign-key error.
 
 export type Db = Pool | PoolClient;
-
-const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
 export async function insertTenant(
   db: Db,

@@ -10,6 +10,7 @@ import {
   singleMessageRecord,
   type RecordTable,
 } from './sql.js';
+import { iso } from '../../shared/iso-time.js';
 
 export const traceKinds = ['import-job', 'job', 'material-usage', 'appointment'] as const;
 export type TraceKind = (typeof traceKinds)[number];
@@ -72,7 +73,6 @@ export type Trace = {
 };
 
 type Row = Record<string, any>;
-const iso = (d: Date | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
 
 /** Where each kind's record lives, and the webhook events that name it. */
 const kinds: Record<TraceKind, { events: WebhookEventType[]; dataKey: string; record?: RecordTable }> = {

@@ -1,14 +1,13 @@
 import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import type { StoredAppointmentRequest } from '../../shared/appointments/request-schema.js';
 import type { AppointmentRecordDto } from './schemas.js';
+import { iso } from '../../shared/iso-time.js';
 
 // SQL of the appointment endpoints. A request belongs to the client that submitted it: every
 // read and write names both the id and the client (another client's id is simply not found).
 
 export const recordColumns = `id, request, status, status_reason, cancel_reason, cancelled_by, cancelled_at,
   created_at, updated_at`;
-
-const iso = (d: Date) => d.toISOString();
 
 export function toRecordDto(r: Record<string, any>): AppointmentRecordDto {
   const request = r.request as StoredAppointmentRequest;

@@ -1,12 +1,11 @@
 import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import type { ImportJobStatus } from '../../shared/inbound/import-job.js';
 import type { ImportJobDto } from './schemas.js';
+import { iso } from '../../shared/iso-time.js';
 
 export const importJobColumns = `id, kind, status, source_system, external_batch_id, received_count, accepted_count,
   rejected_count, applied_count, failed_count, errors, errors_omitted, failure_reason, created_at, updated_at,
   started_at, completed_at`;
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function toImportJobDto(r: Record<string, any>): ImportJobDto {
   return {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { PoolClient } from '../db/pool.js';
 import { materialUsageStatuses, maxInt32 } from './usage.js';
+import { iso } from '../iso-time.js';
 
 // A recorded material usage as clients read it: the REST answers (GET and POST of
 // /work-orders/{id}/material-usages) and the work_order.materials_recorded webhook event carry
@@ -50,8 +51,6 @@ export const workOrderMaterialUsageSchema = z
   .meta({ id: 'WorkOrderMaterialUsageDto', description: 'A material usage recorded on a work order.' });
 
 export type WorkOrderMaterialUsageDto = z.infer<typeof workOrderMaterialUsageSchema>;
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** The usages of one work order (oldest use first), or one usage by id; always the tenant's own. */
 export async function loadUsages(

@@ -1,6 +1,6 @@
 import { newWebhookEventId, type Tx } from './outbox.js';
 import { webhookEventVersion } from './event-types.js';
-import { iso } from './endpoints.js';
+import { iso } from '../iso-time.js';
 
 // Deliveries of webhook endpoints: attempts made, replays, test events. Callers check that the
 // endpoint and the event are the caller's (see endpoints.ts, EndpointRef).

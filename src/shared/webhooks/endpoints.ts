@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Tx } from './outbox.js';
 import { generateWebhookSecret } from './signing.js';
+import { iso } from '../iso-time.js';
 
 // Webhook endpoints and their deliveries, as operators (admin CLI) and clients (the API, only
 // their own: EndpointRef.clientId) manage them. Secrets leave this module only when created or
 // rotated; listings never carry them.
-
-export const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
 export type EndpointSummary = {
   endpointId: string;

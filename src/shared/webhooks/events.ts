@@ -1,12 +1,11 @@
 import { loadUsages } from '../materials/usage-record.js';
 import type { WebhookEventType } from './event-types.js';
 import { recordWebhookEvent, type Tx } from './outbox.js';
+import { iso } from '../iso-time.js';
 
 // The state changes that raise webhook events, one function each, called by the code that makes
 // the change, inside its transaction (so the event exists exactly when the change does). Each
 // belongs to the Integration Client that caused the change.
-
-const iso = (d: Date | string) => new Date(d).toISOString();
 
 /** Columns of import_jobs that finishChunk returns (see workers/inbound/sql.ts). */
 export type FinishedImportJobRow = {
