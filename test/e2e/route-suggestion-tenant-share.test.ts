@@ -69,7 +69,16 @@ describe('in-flight slots per tenant', () => {
       const leaving = new AbortController();
       const held = [draft(first, id, leaving.signal), draft(first, id, leaving.signal)];
       try {
-        await eventually(async () => ((await draft(first, id)).status === 503 ? true : undefined), 60_000);
+        const seen: string[] = []; // what the third draft got meanwhile, named if it never is refused
+        await eventually(
+          async () => {
+            const third = await draft(first, id);
+            seen.push(`${third.status} ${third.code ?? ''}`.trim());
+            return third.status === 503 ? true : undefined;
+          },
+          60_000,
+          () => `a third draft of the first client refused (got: ${[...new Set(seen)].join(', ')})`,
+        );
         const siblings = await draft(sibling, id);
         const strangers = await draft(stranger, id); // 404: the job is not its tenant's, but it got a slot
         const stillHeld = (await draft(first, id)).status === 503;

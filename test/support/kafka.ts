@@ -24,13 +24,14 @@ export function testBus(brokers = inject('kafkaBrokers')): MessageBus {
 export async function eventually<T>(
   check: () => Promise<T | undefined> | T | undefined,
   timeoutMs = 30_000,
-  what = 'condition',
+  /** What is waited for, in the error (a function: said as it is when the wait gives up). */
+  what: string | (() => string) = 'condition',
 ): Promise<T> {
   const deadline = Date.now() + scaled(timeoutMs);
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
