@@ -200,6 +200,65 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
     expect(made[1]!.calls).toContain('disconnect');
   });
 
+  it('schedules the next start when a consumer crashes while it starts (kafkajs: its join failed)', async () => {
+    const { group, made, discarded, crashes } = harness({}, (consumer, n) => {
+      if (n !== 1) return;
+      const run = consumer.run.bind(consumer);
+      consumer.run = async (config) => {
+        await run(config);
+        consumer.crash(brokerAway(), true); // kafkajs's run() crashes, then returns
+      };
+    });
+    await group.run(['t'], noFeed);
+    made[0]!.crash(brokerAway(), false);
+    await vi.advanceTimersByTimeAsync(60_000);
+
+    expect(made).toHaveLength(3);
+    expect(discarded).toEqual([made[0], made[1]]);
+    expect(made[2]!.calls).toEqual(['connect', 'subscribe', 'run']);
+    expect(crashes).toEqual([]);
+  });
+
+  it('backs off from the start again once a fresh consumer started', async () => {
+    const { group, made } = harness({}, (consumer, n) => {
+      if (n === 1 || n === 2) consumer.connecting = Promise.reject(brokerAway());
+    });
+    await group.run(['t'], noFeed);
+    made[0]!.crash(brokerAway(), false);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(made).toHaveLength(4);
+
+    made[3]!.crash(brokerAway(), false);
+    await vi.advanceTimersByTimeAsync(600); // the first wait of the schedule, not the fourth
+    expect(made).toHaveLength(5);
+  });
+
+  it('still hands a crash of a given-up consumer to the listener while its restart is due', async () => {
+    const { group, made, crashes } = harness();
+    await group.run(['t'], noFeed);
+    made[0]!.crash(brokerAway(), false);
+    const error = refused();
+    made[0]!.crash(error, false);
+
+    expect(crashes).toEqual([error]);
+  });
+
+  it('starts nothing once stopped while the given-up consumer disconnects', async () => {
+    const disconnected = deferred();
+    const { group, made } = harness({}, (consumer, n) => {
+      if (n === 0) consumer.disconnecting = disconnected.promise;
+    });
+    await group.run(['t'], noFeed);
+    made[0]!.crash(brokerAway(), false);
+    await vi.advanceTimersByTimeAsync(1000);
+    const stopped = group.stop();
+    disconnected.resolve();
+    await stopped;
+    await vi.advanceTimersByTimeAsync(120_000);
+
+    expect(made).toHaveLength(1);
+  });
+
   it('does not keep a consumer that could not start (the caller retries with another)', async () => {
     const { group, made, discarded } = harness({}, (consumer, n) => {
       if (n === 0) consumer.connecting = Promise.reject(brokerAway());
@@ -248,6 +307,18 @@ describe('consumer group: stall watchdog', () => {
     expect(made).toHaveLength(2);
     expect(discarded).toEqual([made[0]]);
     expect(made[1]!.calls).toEqual(['connect', 'subscribe', 'run']);
+  });
+
+  it('leaves a restart under way alone, however long its start takes', async () => {
+    const { group, made } = harness({ stallTimeoutMs }, (consumer, n) => {
+      if (n === 1) consumer.connecting = new Promise(() => undefined);
+    });
+    await group.run(['t'], noFeed);
+    made[0]!.crash(brokerAway(), false);
+    await vi.advanceTimersByTimeAsync(10 * stallTimeoutMs);
+
+    expect(made).toHaveLength(2);
+    expect(made[1]!.calls).toEqual(['connect']);
   });
 
   it('does not watch a group before it runs nor after it stops', async () => {

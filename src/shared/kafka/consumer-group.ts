@@ -57,11 +57,6 @@ export type ConsumerGroupOptions = {
   stallTimeoutMs?: number;
 };
 
-/**
- * Offset commits unanswered this long (a third of the session timeout, at least 2 s) mean the
- * group's coordinator is gone: kafkajs never looks for a new one for a running consumer.
- */
-
 // kafkajs throws from pause/resume while a fresh consumer has not joined yet: nothing is
 // fetched then anyway, and a join resets the feed.
 const tryTo = (f: () => void) => {
@@ -82,6 +77,20 @@ const signsOfLife = [
   'END_BATCH_PROCESS',
 ] as const;
 
+/**
+ * The group's lifecycle. Only the consumer the state holds is heeded (crash, join, signs of life)
+ * and paused, resumed or committed through. †: a crash kafkajs would restart itself, or one while
+ * a broker is away (any other goes to the crash listener and changes no state).
+ *   idle ─run─▶ starting ─started─▶ running ─crash†, stall─▶ restartDue ─backoff─▶ replacing
+ *   replacing ─given-up one disconnected─▶ starting ─failed─▶ idle (run() rejects) or restartDue
+ *   starting ─crash†─▶ restartDue (the start goes on)            any ─stop─▶ stopped
+ */
+type State =
+  | { name: 'idle' | 'stopped' } // idle: before run(), or after a start failed
+  | { name: 'starting' | 'running'; consumer: Consumer } // starting: connecting and joining
+  | { name: 'restartDue'; consumer?: Consumer; timer: NodeJS.Timeout } // the given-up one, if any
+  | { name: 'replacing'; consumer?: Consumer }; // disconnecting the given-up one
+
 export function createConsumerGroup({
   newConsumer,
   discarded = () => undefined,
@@ -99,32 +108,25 @@ export function createConsumerGroup({
 }): ConsumerGroup {
   const sessionTimeoutMs = options.sessionTimeoutMs ?? 30_000;
   const stallTimeoutMs = options.stallTimeoutMs || Math.max(90_000, 3 * sessionTimeoutMs);
-  let consumer: Consumer | undefined;
-  let stopping = false;
-  let start: (() => Promise<void>) | null = null;
+  let state: State = { name: 'idle' };
+  const current = () => ('consumer' in state ? state.consumer : undefined);
+  let subscription: { topics: string[]; feed: Feed } | undefined; // run()'s
+  let restarts = 0; // since the last start that succeeded: the backoff's count
   let crashListener: (error: Error) => void = () => undefined;
-  let restarts = 0;
-  // Restarts scheduled or under way (a crash during a start schedules the next one meanwhile).
-  let restartsPending = 0;
-  let restartTimer: NodeJS.Timeout | undefined;
-  let watchdog: NodeJS.Timeout | undefined;
-  let feed: Feed | undefined;
   const paused = new Map<string, { topic: string; partitions: number[] }>();
   let lastSignOfLife = Date.now();
   const alive = () => (lastSignOfLife = Date.now());
 
-  // A crashed consumer is not reliably started again, so a start always makes a fresh one (the
-  // group, its committed offsets and our handler stay the same).
   const makeConsumer = () => {
     const made = newConsumer();
     made.on(made.events.CRASH, (event) => onCrash(made, event.payload.error, event.payload.restart));
     // A new generation fetches every partition from its committed offset again.
     made.on(made.events.GROUP_JOIN, () => {
-      if (made === consumer) resetFeed(made);
+      if (made === current()) resetFeed(made);
     });
     for (const name of signsOfLife) {
       made.on(made.events[name], () => {
-        if (made === consumer) alive();
+        if (made === current()) alive();
       });
     }
     return made;
@@ -137,26 +139,49 @@ export function createConsumerGroup({
     await withTimeout(old.disconnect(), sessionTimeoutMs, 'disconnecting a consumer').catch(() => undefined);
   };
 
+  // idle or replacing → starting → running. A crashed consumer is not reliably started again, so a
+  // start always makes a fresh one (the group, its committed offsets and our handler stay the same).
+  const start = async () => {
+    if (state.name === 'stopped') throw new Error(`consumer group ${groupId} is stopped`);
+    const fresh = makeConsumer();
+    state = { name: 'starting', consumer: fresh };
+    alive();
+    try {
+      await fresh.connect();
+      await fresh.subscribe({ topics: subscription!.topics, fromBeginning: true });
+      // stop() disconnected it while it connected: it must not start consuming now.
+      if (current() !== fresh) throw new Error(`consumer group ${groupId} stopped while a consumer started`);
+      resetFeed(); // a fresh consumer starts from the committed offsets
+      await fresh.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+      restarts = 0;
+      if (state.name === 'starting' && state.consumer === fresh) state = { name: 'running', consumer: fresh };
+    } catch (err) {
+      // Not left connected (nor in the bus's set) when the caller tries again with another.
+      if (state.name === 'starting' && state.consumer === fresh) state = { name: 'idle' };
+      await discard(fresh);
+      throw err;
+    }
+  };
+
+  // running, starting (its consumer crashed) or idle (a restart's start failed) → restartDue. In
+  // any other state a fresh consumer is due or under way already.
   const restartLater = () => {
-    if (restartTimer) return; // one is already due (e.g. the watchdog's, when a crash comes too)
-    restartsPending++;
-    const delayMs = backoffMs(schedules.consumerRestart, ++restarts);
-    restartTimer = setTimeout(() => {
-      restartTimer = undefined;
-      if (stopping || !start) return;
-      (consumer ? discard(consumer) : Promise.resolve())
-        .then(() => start!())
-        .then(
-          () => (restarts = 0),
-          (err: unknown) => {
-            if (stopping) return;
-            log.warn({ err, groupId }, 'consumer could not start again yet; retrying');
-            restartLater();
-          },
-        )
-        .finally(() => restartsPending--);
-    }, delayMs);
-    restartTimer.unref();
+    if (state.name !== 'running' && state.name !== 'starting' && state.name !== 'idle') return;
+    const timer = setTimeout(() => void replace(), backoffMs(schedules.consumerRestart, ++restarts)).unref();
+    state = { name: 'restartDue', consumer: current(), timer };
+  };
+
+  // restartDue → replacing → starting: the given-up consumer leaves the group before a fresh one joins.
+  const replace = async () => {
+    if (state.name !== 'restartDue') return;
+    const old = state.consumer;
+    state = { name: 'replacing', consumer: old };
+    if (old) await discard(old);
+    await start().catch((err: unknown) => {
+      if (state.name !== 'idle') return; // stopped, or its consumer crashed and a restart is due
+      log.warn({ err, groupId }, 'consumer could not start again yet; retrying');
+      restartLater();
+    });
   };
 
   // kafkajs gives a consumer up for good on some errors of a broker that is away (e.g. "Failed to
@@ -166,7 +191,7 @@ export function createConsumerGroup({
   // died), ours starts at 0.5 s (disconnecting the crashed consumer cancels kafkajs's restart).
   // Other crashes go to the listener (the runner exits, and its supervisor restarts it).
   function onCrash(crashed: Consumer, error: Error, kafkajsRestarts: boolean): void {
-    if (stopping || crashed !== consumer) return;
+    if (state.name === 'stopped' || crashed !== current()) return;
     if (kafkajsRestarts || isBrokerUnreachable(error)) {
       log.warn({ err: error, groupId }, 'consumer stopped while a broker is away; starting a fresh one');
       restartLater();
@@ -179,13 +204,13 @@ export function createConsumerGroup({
   const resetFeed = (running?: Consumer) => {
     if (running) for (const p of paused.values()) tryTo(() => running.resume([p]));
     paused.clear();
-    feed?.reset();
+    subscription?.feed.reset();
   };
 
-  // Fetching never waits for applies, so a live consumer fetches (or heartbeats) every few
-  // seconds; a restart under way has its own backoff. Silence means it stalled without telling.
+  // running → restartDue when silent. Fetching never waits for applies, so a live consumer fetches
+  // (or heartbeats) every few seconds; a restart under way has its own backoff.
   const checkForStall = () => {
-    if (stopping || restartsPending > 0) return;
+    if (state.name !== 'running') return;
     const silentMs = Date.now() - lastSignOfLife;
     if (silentMs < stallTimeoutMs) return;
     log.warn(
@@ -193,6 +218,15 @@ export function createConsumerGroup({
       `consumer showed no sign of life for ${Math.round(silentMs / 1000)} s; starting a fresh one`,
     );
     restartLater();
+  };
+  const watchdog = setInterval(checkForStall, Math.min(5000, Math.ceil(stallTimeoutMs / 4))).unref();
+
+  const eachBatch = async ({ batch, resolveOffset, isRunning, isStale }: EachBatchPayload) => {
+    if (!isRunning() || isStale() || batch.messages.length === 0) return;
+    subscription!.feed.deliver(toInbound(batch));
+    // Only moves the fetch position: autoCommit is off, so nothing is committed before the
+    // receiver says it was applied (commit()).
+    resolveOffset(batch.lastOffset());
   };
 
   const toInbound = (batch: EachBatchPayload['batch']): InboundMessage[] =>
@@ -208,64 +242,34 @@ export function createConsumerGroup({
     }));
 
   return {
-    async run(topics, receiver) {
-      feed = receiver;
-      const eachBatch = async ({ batch, resolveOffset, isRunning, isStale }: EachBatchPayload) => {
-        if (!isRunning() || isStale() || batch.messages.length === 0) return;
-        receiver.deliver(toInbound(batch));
-        // Only moves the fetch position: autoCommit is off, so nothing is committed before the
-        // receiver says it was applied (commit()).
-        resolveOffset(batch.lastOffset());
-      };
-      start = async () => {
-        const fresh = makeConsumer();
-        consumer = fresh;
-        alive();
-        try {
-          await fresh.connect();
-          await fresh.subscribe({ topics, fromBeginning: true });
-          // stop() disconnected it while it connected: it must not start consuming now.
-          if (stopping) throw new Error(`consumer group ${groupId} stopped while a consumer started`);
-          resetFeed(); // a fresh consumer starts from the committed offsets
-          await fresh.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
-        } catch (err) {
-          // Not left connected (nor in the bus's set) when the caller tries again with another.
-          if (consumer === fresh) consumer = undefined;
-          await discard(fresh);
-          throw err;
-        }
-      };
+    async run(topics, feed) {
+      subscription = { topics, feed };
       await start();
-      if (!watchdog && !stopping) {
-        const checkEveryMs = Math.min(5000, Math.ceil(stallTimeoutMs / 4));
-        watchdog = setInterval(checkForStall, checkEveryMs);
-        watchdog.unref();
-      }
     },
     pause(topic, partition) {
       const key = `${topic}/${partition}`;
-      if (paused.has(key) || !consumer) return;
+      if (paused.has(key) || !current()) return;
       const p = { topic, partitions: [partition] };
       paused.set(key, p);
-      tryTo(() => consumer!.pause([p]));
+      tryTo(() => current()!.pause([p]));
     },
     resume(topic, partition) {
       const p = paused.get(`${topic}/${partition}`);
       if (!p) return;
       paused.delete(`${topic}/${partition}`);
-      if (consumer) tryTo(() => consumer!.resume([p]));
+      tryTo(() => current()?.resume([p]));
     },
     async commit(offsets) {
-      if (offsets.length > 0 && consumer) await consumer.commitOffsets(offsets);
+      if (offsets.length > 0) await current()?.commitOffsets(offsets);
     },
     async stop() {
-      stopping = true;
+      const consumer = current();
+      if (state.name === 'restartDue') clearTimeout(state.timer);
+      state = { name: 'stopped' };
       clearInterval(watchdog);
-      clearTimeout(restartTimer);
       if (!consumer) return;
-      const current = consumer;
-      await current.disconnect();
-      discarded(current);
+      await consumer.disconnect();
+      discarded(consumer);
     },
     onCrash(listener) {
       crashListener = listener;
