@@ -80,14 +80,21 @@ describe('event feed with the workers SIGKILLed while events are written', () =>
         scaled(120_000),
         'every import job final',
       );
+      // Events get their feed positions when the feed is read (shared/webhooks/feed.ts), so the
+      // table's order is taken once the reader has read them all: before, the newest may have none
+      // yet and sort last (a clean-clone run compared against such a snapshot and failed).
+      const { rows: written } = await suite.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM webhook_events WHERE client_id = $1`,
+        [clientId()],
+      );
+      await eventually(() => (read.length >= written[0]!.n ? true : undefined), scaled(60_000), 'feed read');
+      reading = false;
+      await reader;
+      await workers.kill('SIGTERM');
       const table = await suite.pool.query<{ id: string }>(
         `SELECT id FROM webhook_events WHERE client_id = $1 ORDER BY feed_seq`,
         [clientId()],
       );
-      await eventually(() => (read.length >= table.rows.length ? true : undefined), scaled(60_000), 'feed read');
-      reading = false;
-      await reader;
-      await workers.kill('SIGTERM');
 
       const ids = read.map((e) => e.id);
       expect(ids).toEqual(table.rows.map((r) => r.id)); // each once, in feed order
