@@ -12,14 +12,13 @@ import { CopyFirstPolicy } from './copy-first.js';
 import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
 import { withOwnerColumns } from './owner-columns.js';
 import {
-  claimChunk,
   copyNewTargets,
   copyRows,
   countDuplicateChunk,
   createStagingTable,
   finishChunk,
   finishRevivedChunk,
-  lockJob,
+  lockJobAndClaimChunk,
   reviveChunk,
   upsertStagedTargets,
 } from './sql.js';
@@ -31,7 +30,7 @@ export type ChunkOutcome = InboundChunkOutcome;
 const processCopyFirst = new CopyFirstPolicy();
 
 /**
- * Applies one chunk in one transaction: lock the job, claim the chunk in the ledger (a
+ * Applies one chunk in one transaction: lock the job and claim the chunk in the ledger (a
  * redelivered chunk finds its claim and changes nothing), write its targets, count it.
  * A crash anywhere before COMMIT leaves no trace; after it, the claim makes redelivery a no-op.
  * PostgreSQL reads the chunk's rows with COPY: straight into `targets` when they are all new,
@@ -53,14 +52,14 @@ export async function applyChunk(
   const { header, itemCount } = chunk;
   const { importJobId, chunkIndex, sourceSystem } = header.payload;
   return inTransaction(pool, async (tx) => {
-    const job = await edgeRecordOrWait((await tx.query(lockJob, [importJobId, header.tenantId])).rows[0], wait);
+    const claim = [importJobId, header.tenantId, chunkIndex, itemCount, 0, ...stampValues(stamp)];
+    const job = await edgeRecordOrWait((await tx.query(lockJobAndClaimChunk, claim)).rows[0], wait);
     if (!job) return 'orphan';
-    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, itemCount, 0, ...stampValues(stamp)]);
     const revived =
-      claimed.rowCount === 0 &&
+      !job.claimed &&
       revive !== null &&
       (await tx.query(reviveChunk, [importJobId, chunkIndex, itemCount])).rowCount === 1;
-    if (claimed.rowCount === 0 && !revived) {
+    if (!job.claimed && !revived) {
       await tx.query(countDuplicateChunk, [importJobId, chunkIndex]);
       return 'duplicate';
     }
@@ -139,10 +138,9 @@ export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string, 
   const { header, itemCount, firstIndex } = chunk;
   const { importJobId, chunkIndex } = header.payload;
   await inTransaction(pool, async (tx) => {
-    const job = (await tx.query(lockJob, [importJobId, header.tenantId])).rows[0];
-    if (!job) return;
-    const claimed = await tx.query(claimChunk, [importJobId, chunkIndex, 0, itemCount, ...stampValues(stamp)]);
-    if (claimed.rowCount === 0) return;
+    const claim = [importJobId, header.tenantId, chunkIndex, 0, itemCount, ...stampValues(stamp)];
+    const job = (await tx.query(lockJobAndClaimChunk, claim)).rows[0];
+    if (!job?.claimed) return;
     const error: ItemError = {
       index: firstIndex,
       externalId: null,

@@ -2,16 +2,21 @@
 import { chunkRowColumns } from '../../shared/inbound/chunk-message.js';
 import { stampColumns, stampPlaceholders } from '../apply-stamp.js';
 
-/** Locks the job row: chunks of one job apply one at a time, and counters add up exactly. */
-export const lockJob = `SELECT id, chunk_count, chunks_done, status FROM import_jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE`;
-
 /**
- * The ledger row, with the message's stamp ($5…, apply-stamp.ts); no row back means this chunk
- * was applied (or failed) before: skip it.
+ * Locks the job row (chunks of one job apply one at a time, and counters add up exactly), then
+ * writes the chunk's ledger row with the message's stamp ($6…, apply-stamp.ts): one round trip.
+ * No row back: the job is not there (yet). `claimed` false: this chunk was applied (or failed)
+ * before: skip it. $3 chunk index, $4 applied and $5 failed items.
  */
-export const claimChunk = `
-  INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count, ${stampColumns})
-  VALUES ($1, $2, $3, $4, ${stampPlaceholders(5)}) ON CONFLICT DO NOTHING RETURNING chunk_index`;
+export const lockJobAndClaimChunk = `
+  WITH job AS (
+    SELECT id, status FROM import_jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE
+  ), claim AS (
+    INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count, ${stampColumns})
+    SELECT job.id, $3, $4, $5, ${stampPlaceholders(6)} FROM job
+    ON CONFLICT DO NOTHING RETURNING chunk_index
+  )
+  SELECT job.status, EXISTS (SELECT 1 FROM claim) AS claimed FROM job`;
 
 /** A chunk applied before came again. */
 export const countDuplicateChunk = `
