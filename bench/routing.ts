@@ -7,7 +7,8 @@
 //    the search budget (how far from converged the default budget stops) and the
 //    nearest-neighbour dispatcher.
 // 3. The caller's event-loop delay while the largest allowed draft (maxTargets targets ×
-//    maxTimeWindows windows, as an import job gives them) is computed in the worker thread.
+//    maxTimeWindows windows, as an import job gives them) is computed in the worker thread, its
+//    answer's arrival included (the draft's document comes back as one JSON text).
 // CPU time, not wall time: the machine is shared.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -136,6 +137,7 @@ delay.disable();
 const ms = (ns: number): string => (ns / 1e6).toFixed(1);
 console.log(
   `\nlargest draft (${maxTargets} targets × ${maxTimeWindows} windows) in the worker: ` +
-    `${Math.round(performance.now() - started)} ms, ${largest.routable ? largest.routes.reduce((n, r) => n + r.stops.length, 0) : 0} placed; ` +
+    `${Math.round(performance.now() - started)} ms, ${largest.routable ? largest.placed : 0} placed, ` +
+    `${largest.routable ? Math.round(largest.documentJson.length / 1000) : 0} kB of JSON; ` +
     `caller's event-loop delay p50 ${ms(delay.percentile(50))} ms, p99 ${ms(delay.percentile(99))} ms, max ${ms(delay.max)} ms`,
 );

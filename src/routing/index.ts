@@ -1,5 +1,6 @@
 // The routing engine's public surface.
 export { RouteInputError } from './errors.js';
+export type { DraftAnswer, DraftDocument } from './draft-document.js';
 export { haversineKm } from './geo.js';
 export {
   defaultServiceMinutes,

@@ -1,11 +1,13 @@
-// Runs a whole draft (suggestImportedDraft: window conversion and routing) in a worker thread so
-// a 5,000-target draft (seconds of CPU) does not stall the caller's event loop. One short-lived
+// Runs a whole draft (suggestImportedDraft: window conversion and routing, then its document's
+// JSON text) in a worker thread so a 5,000-target draft (seconds of CPU) does not stall the
+// caller's event loop, neither while it computes nor when it answers. One short-lived
 // worker per call: no pool to size, drain or leak.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { RouteInputError } from './errors.js';
-import type { ImportedDraftInput, ImportedDraftResult } from './imported-draft.js';
+import type { DraftAnswer } from './draft-document.js';
+import type { ImportedDraftInput } from './imported-draft.js';
 import type { WorkerReply } from './routing-worker.js';
 
 /** The compiled worker next to this module (dist). From the .ts sources (tsx, vitest) the worker
@@ -25,7 +27,7 @@ function workerScript(): { script: string | URL; eval: boolean } {
 export function runRouteSuggestionInWorker(
   input: ImportedDraftInput,
   options: { signal?: AbortSignal } = {},
-): Promise<ImportedDraftResult> {
+): Promise<DraftAnswer> {
   const { signal } = options;
   if (signal?.aborted) return Promise.reject(signal.reason);
   const { script, eval: evaluate } = workerScript();
@@ -45,7 +47,7 @@ export function runRouteSuggestionInWorker(
     signal?.addEventListener('abort', onAbort, { once: true });
     worker.once('message', (reply: WorkerReply) =>
       settle(() => {
-        if (reply.ok) resolve(reply.result);
+        if (reply.ok) resolve(reply.answer);
         else if (reply.error.name === 'RouteInputError') reject(new RouteInputError(reply.error.message));
         else reject(new Error(`route suggestion failed: ${reply.error.name}: ${reply.error.message}`));
       }),

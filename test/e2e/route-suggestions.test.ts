@@ -64,6 +64,39 @@ describe('route suggestion drafts', () => {
     expect(stored.body).toEqual(res.body);
   });
 
+  it('stores the document it answers, and answers it in the JSON media type Accept asks for', async () => {
+    const id = await importTargets(makeTargets(30, 'same'));
+    const res = await suite.api.post(`/api/v1/import-jobs/${id}/route-suggestion`, {
+      headers: { ...bearer(key()), accept: 'text/json' },
+      body: { ...plan, vehicles: 2, name: 'Same' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/json; charset=utf-8');
+    const { rows } = await suite.pool.query('SELECT result::text AS result FROM route_suggestions WHERE id = $1', [
+      res.body.id,
+    ]);
+    const { routes, unplaced, totalDistanceKm, totalDurationMinutes, summary } = res.body;
+    expect(JSON.parse(rows[0].result)).toEqual({ routes, unplaced, totalDistanceKm, totalDurationMinutes, summary });
+    // The members in the order one JSON.stringify of the whole draft writes them.
+    expect(res.text).toBe(JSON.stringify(res.body));
+    expect(Object.keys(res.body)).toEqual([
+      'id',
+      'importJobId',
+      'name',
+      'status',
+      'createdAt',
+      'date',
+      'timeZone',
+      'vehicles',
+      'averageSpeedKmh',
+      'routes',
+      'unplaced',
+      'totalDistanceKm',
+      'totalDurationMinutes',
+      'summary',
+    ]);
+  });
+
   it('honours time windows and reports targets it cannot place', async () => {
     const targets = [
       {

@@ -3,7 +3,7 @@ import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { defaultServiceMinutes, isTimeZone, maxTargets, RouteInputError } from '../../routing/index.js';
 import { importJobIdParamsSchema } from '../import-jobs/schemas.js';
-import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
+import { defineRoute, JsonText, type RouteDefinition } from '../routes/route-definition.js';
 import { createRouteSuggestionSchema, routeSuggestionSchema, suggestionIdParamsSchema } from './schemas.js';
 import { createRouteSuggestion, defaultSpeedKmh } from './suggest.js';
 import { findSuggestion } from './store.js';
@@ -56,7 +56,8 @@ export const routeSuggestionRoutes = (
           reserveMemory: (bytes: number) =>
             memory.admitWork({ client: client.clientId, tenant: client.tenantId }, bytes),
         };
-        return { status: 200, body: await createRouteSuggestion(pool, client, params.id, body, budget) };
+        const draft = await createRouteSuggestion(pool, client, params.id, body, budget);
+        return { status: 200, body: new JsonText(draft) };
       } catch (err) {
         if (!(err instanceof RouteInputError)) throw err;
         const field = err.message.split(' ')[0]!;

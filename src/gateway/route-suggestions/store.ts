@@ -41,23 +41,29 @@ export async function jobTargetsJson(tx: TenantTx, tenantId: string, importJobId
   return rows[0].targets;
 }
 
+/** `documentJson` (the worker's JSON text of the computed draft) is stored as it is. */
 export async function insertSuggestion(
   tx: TenantTx,
-  s: { tenantId: string; clientId: string; request: CreateRouteSuggestion; dto: RouteSuggestionDto },
+  s: {
+    tenantId: string;
+    clientId: string;
+    request: CreateRouteSuggestion;
+    header: Pick<RouteSuggestionDto, 'id' | 'importJobId' | 'name' | 'createdAt'>;
+    documentJson: string;
+  },
 ): Promise<void> {
-  const { routes, unplaced, totalDistanceKm, totalDurationMinutes, summary } = s.dto;
   await tx.query(
     `INSERT INTO route_suggestions (id, tenant_id, client_id, import_job_id, name, request, result, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [
-      s.dto.id,
+      s.header.id,
       s.tenantId,
       s.clientId,
-      s.dto.importJobId,
-      s.dto.name,
+      s.header.importJobId,
+      s.header.name,
       JSON.stringify(s.request),
-      JSON.stringify({ routes, unplaced, totalDistanceKm, totalDurationMinutes, summary }),
-      s.dto.createdAt,
+      s.documentJson,
+      s.header.createdAt,
     ],
   );
 }

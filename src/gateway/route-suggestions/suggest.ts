@@ -4,8 +4,9 @@ import {
   maxTargets,
   RouteInputError,
   runRouteSuggestionInWorker,
+  type DraftAnswer,
+  type DraftDocument,
   type ImportedDraftInput,
-  type ImportedDraftResult,
 } from '../../routing/index.js';
 import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
@@ -37,7 +38,7 @@ async function computeWithinBudget(
   input: ImportedDraftInput,
   budget: DraftBudget,
   targets: number,
-): Promise<ImportedDraftResult> {
+): Promise<DraftAnswer> {
   const timeUp = AbortSignal.timeout(budget.ms);
   const signal = budget.clientLeft ? AbortSignal.any([timeUp, budget.clientLeft]) : timeUp;
   try {
@@ -61,14 +62,14 @@ export type DraftBudget = { ms: number; clientLeft?: AbortSignal; reserveMemory?
 export const draftMemoryBytes = (targets: number) => (targets + 2) ** 2 * 8 + targets * 4096 + 24 * 1024 * 1024;
 
 /** Builds a draft from the job's targets off the request thread (limits checked first), stores
- *  it, and returns it. */
+ *  it, and returns it as JSON text (a RouteSuggestionDto). */
 export async function createRouteSuggestion(
   pool: TenantPool,
   client: AuthenticatedClient,
   importJobId: string,
   req: CreateRouteSuggestion,
   budget: DraftBudget = { ms: 30_000 },
-): Promise<RouteSuggestionDto> {
+): Promise<string> {
   const status = await pool.run(client.tenantId, (tx) => findJobStatus(tx, client.clientId, importJobId));
   if (!status) throw notFound(`Import job ${importJobId}`);
   if (!finalStatuses.includes(status)) {
@@ -96,7 +97,7 @@ async function computeAndStore(
   req: CreateRouteSuggestion,
   budget: DraftBudget,
   targets: number,
-): Promise<RouteSuggestionDto> {
+): Promise<string> {
   const timeZone = req.timeZone ?? 'UTC';
   const input: ImportedDraftInput = {
     depot: { lat: req.depot.latitude, lon: req.depot.longitude },
@@ -109,17 +110,16 @@ async function computeAndStore(
     averageSpeedKmh: req.averageSpeedKmh ?? defaultSpeedKmh,
     targetsJson: await pool.run(client.tenantId, (tx) => jobTargetsJson(tx, client.tenantId, importJobId)),
   };
-  const result = await computeWithinBudget(input, budget, targets);
-  if (!result.routable) {
+  const answer = await computeWithinBudget(input, budget, targets);
+  if (!answer.routable) {
     throw new AppError(
       'no_routable_targets',
       `Import job ${importJobId} has no target with coordinates for ${req.date}.`,
       null,
-      { targets: result.targets },
+      { targets: answer.targets },
     );
   }
-  const placed = result.routes.reduce((n, r) => n + r.stops.length, 0);
-  const dto: RouteSuggestionDto = {
+  const header: DraftHeader = {
     id: randomUUID(),
     importJobId: Number(importJobId),
     name: req.name ?? null,
@@ -129,17 +129,26 @@ async function computeAndStore(
     timeZone,
     vehicles: req.vehicles,
     averageSpeedKmh: req.averageSpeedKmh ?? defaultSpeedKmh,
-    routes: result.routes.map((r) => ({
-      ...r,
-      stops: r.stops.map(({ lat, lon, ...s }) => ({ ...s, coordinates: { latitude: lat, longitude: lon } })),
-    })),
-    unplaced: result.unplaced,
-    totalDistanceKm: result.totalDistanceKm,
-    totalDurationMinutes: result.totalDurationMinutes,
-    summary: { targets: result.targets, placed, unplaced: result.unplaced.length },
   };
   await pool.run(client.tenantId, (tx) =>
-    insertSuggestion(tx, { tenantId: client.tenantId, clientId: client.clientId, request: req, dto }),
+    insertSuggestion(tx, {
+      tenantId: client.tenantId,
+      clientId: client.clientId,
+      request: req,
+      header,
+      documentJson: answer.documentJson,
+    }),
   );
-  return dto;
+  return answerJson(header, answer.documentJson);
 }
+
+/** The answer's members before the worker's document: what only the gateway knows, or takes from
+ *  the request. Stored as columns and the request; the GET puts them back the same way. */
+type DraftHeader = Omit<RouteSuggestionDto, keyof DraftDocument>;
+// The worker's document has the schema's shape for the rest: the compiler checks it here.
+const _documentFitsSchema = (d: DraftDocument): Omit<RouteSuggestionDto, keyof DraftHeader> => d;
+
+/** The answer: the header's members, then the document's, as JSON.stringify of one
+ *  RouteSuggestionDto would write them, without parsing the document. */
+const answerJson = (header: DraftHeader, documentJson: string): string =>
+  `${JSON.stringify(header).slice(0, -1)},${documentJson.slice(1)}`;
