@@ -11,8 +11,14 @@ export function responseMediaType(ctx: Context, documented: readonly string[] = 
   return typeof chosen === 'string' ? chosen : 'application/json';
 }
 
+/** A body that is JSON text already (e.g. made by a worker thread): sent as it is, where any
+ *  other body is serialised first. */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 export function sendJson(ctx: Context, status: number, body: unknown): void {
   ctx.status = status;
   ctx.type = `${responseMediaType(ctx, ctx.state.responseMediaTypes)}; charset=utf-8`;
-  ctx.body = JSON.stringify(body);
+  ctx.body = body instanceof JsonText ? body.text : JSON.stringify(body);
 }

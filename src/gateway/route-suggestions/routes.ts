@@ -3,7 +3,8 @@ import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { defaultServiceMinutes, isTimeZone, maxTargets, RouteInputError } from '../../routing/index.js';
 import { importJobIdParamsSchema } from '../import-jobs/schemas.js';
-import { defineRoute, JsonText, type RouteDefinition } from '../routes/route-definition.js';
+import { JsonText } from '../http/negotiate.js';
+import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { createRouteSuggestionSchema, routeSuggestionSchema, suggestionIdParamsSchema } from './schemas.js';
 import { createRouteSuggestion, defaultSpeedKmh } from './suggest.js';
 import { findSuggestion } from './store.js';
@@ -79,7 +80,7 @@ export const routeSuggestionRoutes = (
     async handler({ params, client }) {
       const found = await pool.run(client.tenantId, (tx) => findSuggestion(tx, client.clientId, params.id));
       if (!found) throw notFound(`Route suggestion ${params.id}`);
-      return { status: 200, body: found };
+      return { status: 200, body: new JsonText(found) };
     },
   }),
 ];

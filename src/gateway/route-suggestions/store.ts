@@ -1,3 +1,4 @@
+import type { DraftDocument } from '../../routing/index.js';
 import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import type { CreateRouteSuggestion, RouteSuggestionDto } from './schemas.js';
 
@@ -68,15 +69,17 @@ export async function insertSuggestion(
   );
 }
 
-export async function findSuggestion(tx: TenantTx, clientId: string, id: string): Promise<RouteSuggestionDto | null> {
+/** A stored draft as the answer's JSON text (as its POST answered it; the document's members in
+ *  PostgreSQL's jsonb order), without parsing the document. */
+export async function findSuggestion(tx: TenantTx, clientId: string, id: string): Promise<string | null> {
   const { rows } = await tx.query(
-    `SELECT id, import_job_id, name, status, request, result, created_at FROM route_suggestions
+    `SELECT id, import_job_id, name, status, request, result::text AS result, created_at FROM route_suggestions
       WHERE id = $1 AND client_id = $2`,
     [id, clientId],
   );
   const r = rows[0];
   if (!r) return null;
-  return {
+  const header: DraftHeader = {
     id: r.id,
     importJobId: Number(r.import_job_id),
     name: r.name,
@@ -86,6 +89,17 @@ export async function findSuggestion(tx: TenantTx, clientId: string, id: string)
     timeZone: r.request.timeZone ?? 'UTC',
     vehicles: r.request.vehicles,
     averageSpeedKmh: r.request.averageSpeedKmh ?? 40,
-    ...r.result,
   };
+  return answerJson(header, r.result);
 }
+
+/** The answer's members before the worker's document: what only the gateway knows, or takes from
+ *  the request. Stored as columns and the request, the document as `result`. */
+export type DraftHeader = Omit<RouteSuggestionDto, keyof DraftDocument>;
+// The worker's document has the schema's shape for the rest: the compiler checks it here.
+const _documentFitsSchema = (d: DraftDocument): Omit<RouteSuggestionDto, keyof DraftHeader> => d;
+
+/** The answer: the header's members, then the document's, as JSON.stringify of one
+ *  RouteSuggestionDto would write them, without parsing the document. */
+export const answerJson = (header: DraftHeader, documentJson: string): string =>
+  `${JSON.stringify(header).slice(0, -1)},${documentJson.slice(1)}`;

@@ -5,15 +5,21 @@ import {
   RouteInputError,
   runRouteSuggestionInWorker,
   type DraftAnswer,
-  type DraftDocument,
   type ImportedDraftInput,
 } from '../../routing/index.js';
 import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { maxTimeWindows } from '../../shared/inbound/target-schema.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
-import type { CreateRouteSuggestion, RouteSuggestionDto } from './schemas.js';
-import { findJobStatus, insertSuggestion, jobTargetCounts, jobTargetsJson } from './store.js';
+import type { CreateRouteSuggestion } from './schemas.js';
+import {
+  answerJson,
+  findJobStatus,
+  insertSuggestion,
+  jobTargetCounts,
+  jobTargetsJson,
+  type DraftHeader,
+} from './store.js';
 
 export const defaultSpeedKmh = 40;
 const finalStatuses = ['Completed', 'CompletedWithErrors'];
@@ -141,14 +147,3 @@ async function computeAndStore(
   );
   return answerJson(header, answer.documentJson);
 }
-
-/** The answer's members before the worker's document: what only the gateway knows, or takes from
- *  the request. Stored as columns and the request; the GET puts them back the same way. */
-type DraftHeader = Omit<RouteSuggestionDto, keyof DraftDocument>;
-// The worker's document has the schema's shape for the rest: the compiler checks it here.
-const _documentFitsSchema = (d: DraftDocument): Omit<RouteSuggestionDto, keyof DraftHeader> => d;
-
-/** The answer: the header's members, then the document's, as JSON.stringify of one
- *  RouteSuggestionDto would write them, without parsing the document. */
-const answerJson = (header: DraftHeader, documentJson: string): string =>
-  `${JSON.stringify(header).slice(0, -1)},${documentJson.slice(1)}`;

@@ -6,7 +6,7 @@ import { createFailedAuthLimiter } from '../auth/failed-auth-limiter.js';
 import { scopeOf } from '../auth/route-scopes.js';
 import { expectedBodyBytes, readJsonBody, readRawBody } from '../http/body.js';
 import { splitByItem } from '../http/json-text.js';
-import { responseMediaType, sendJson } from '../http/negotiate.js';
+import { sendJson } from '../http/negotiate.js';
 import type { GatewayContext, GatewayState } from '../http/state.js';
 import { fieldName, parseOrThrow } from '../http/validate.js';
 import { InFlightSlots } from '../http/in-flight.js';
@@ -14,7 +14,7 @@ import { rateLimitedError, type RateLimiter } from '../rate-limit/rate-limiter.j
 import type { UploadQuota } from '../rate-limit/upload-quota.js';
 import { ClientLeftError } from '../http/client-left.js';
 import type { MemoryBudget } from '../memory/memory-budget.js';
-import { JsonText, type RouteDefinition } from './route-definition.js';
+import type { RouteDefinition } from './route-definition.js';
 
 export type PipelineDeps = {
   authenticate: Authenticator;
@@ -181,10 +181,6 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     } else if (typeof result.body === 'string') {
       ctx.status = result.status;
       ctx.body = result.body;
-    } else if (result.body instanceof JsonText) {
-      ctx.status = result.status;
-      ctx.type = `${responseMediaType(ctx, route.responseMediaTypes)}; charset=utf-8`;
-      ctx.body = result.body.text;
     } else {
       sendJson(ctx, result.status, result.body);
     }

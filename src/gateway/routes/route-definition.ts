@@ -33,12 +33,6 @@ export type ParseContext = {
   bytes: Buffer;
 };
 
-/** A body that is JSON text already (e.g. made by a worker thread): sent as it is, with the JSON
- *  media type Accept asks for, where any other non-string body is serialised first. */
-export class JsonText {
-  constructor(readonly text: string) {}
-}
-
 export type HandlerResult = { status: number; body: unknown; headers?: Record<string, string> };
 
 type ResponseDoc = {
