@@ -22,4 +22,3 @@ export type GatewayState = {
 };
 
 export type GatewayContext = ParameterizedContext<GatewayState>;
-export type { ErrorShape };
