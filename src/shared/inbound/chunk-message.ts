@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envelopeSchema } from '../messages.js';
+import { messageSchema } from '../messages.js';
 
 // inbound.targets.chunk: a slice of one import job's accepted targets, in item order.
 export const chunkMessageType = 'inbound.targets.chunk';
@@ -41,8 +41,8 @@ export const chunkRowColumns = [
 ] as const;
 
 /** The header line of a chunk message. */
-export const chunkRowsHeaderSchema = envelopeSchema.extend({
-  type: z.literal(chunkMessageType),
-  version: z.literal(chunkRowsVersion),
-  payload: z.object({ ...chunkIdentity, itemCount: z.number().int().min(1) }),
-});
+export const chunkRowsHeaderSchema = messageSchema(
+  chunkMessageType,
+  chunkRowsVersion,
+  z.object({ ...chunkIdentity, itemCount: z.number().int().min(1) }),
+);
