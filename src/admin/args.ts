@@ -44,28 +44,25 @@ export function nameArg(value: string, flag = 'name'): string {
   return name;
 }
 
+/** An integer option from min to max, written in decimal digits (no more of them than max has). */
+export function integerArg(value: string, flag: string, min: number, max: number): number {
+  const n = /^\d+$/.test(value) && value.length <= String(max).length ? Number(value) : NaN;
+  if (!(n >= min && n <= max))
+    throw new AdminError(`--${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
+  return n;
+}
+
 /** Same bounds as the gateway's RATE_LIMIT_PER_MINUTE. */
 export const maxRateLimitPerMinute = 1_000_000;
 
-export function rateLimitArg(value: string, flag: string): number {
-  const n = /^\d{1,7}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= 1 && n <= maxRateLimitPerMinute)) {
-    throw new AdminError(
-      `--${flag} must be an integer from 1 to ${maxRateLimitPerMinute}, got ${JSON.stringify(value)}`,
-    );
-  }
-  return n;
-}
+export const rateLimitArg = (value: string, flag: string) => integerArg(value, flag, 1, maxRateLimitPerMinute);
 
-export function uploadQuotaArg(value: string, flag: string): number {
-  const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= uploadQuotaBounds.min && n <= uploadQuotaBounds.max)) {
-    throw new AdminError(
-      `--${flag} must be an integer from ${uploadQuotaBounds.min} to ${uploadQuotaBounds.max}, got ${JSON.stringify(value)}`,
-    );
-  }
-  return n;
-}
+export const uploadQuotaArg = (value: string, flag: string) =>
+  integerArg(value, flag, uploadQuotaBounds.min, uploadQuotaBounds.max);
+
+/** --limit: 1 to max; byDefault when it is not given. */
+export const limitArg = (value: string | undefined, byDefault: number, max: number) =>
+  value === undefined ? byDefault : integerArg(value, 'limit', 1, max);
 
 /** The names of a comma list, trimmed, without empty ones or repeats, in order. */
 export const commaList = (value: string): string[] => [

@@ -22,5 +22,3 @@ export function openRejectsFile(path: string) {
     },
   };
 }
-
-export type RejectsFile = ReturnType<typeof openRejectsFile>;

@@ -13,5 +13,3 @@ export function generateApiKey(): NewApiKey {
 }
 
 export const hashApiKey = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
-
-export const apiKeyPrefix = (key: string): string => key.slice(0, 12);

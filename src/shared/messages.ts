@@ -14,6 +14,13 @@ export const envelopeSchema = z.object({
   payload: z.unknown(),
 });
 
+/** The schema of one message type at one version: the envelope with that type, version and payload. */
+export const messageSchema = <T extends string, V extends number, P extends z.ZodType>(
+  type: T,
+  version: V,
+  payload: P,
+) => envelopeSchema.extend({ type: z.literal(type), version: z.literal(version), payload });
+
 export type Envelope<P> = Omit<z.infer<typeof envelopeSchema>, 'payload'> & { payload: P };
 
 export function envelope<P>(

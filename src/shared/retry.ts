@@ -13,6 +13,7 @@ import { setTimeout as delay } from 'node:timers/promises';
  * | consumerRestart | 500 … 30000                       | a fresh consumer after kafkajs gave one up      |
  * | topicCreation   | 500 … 5000 (10 attempts)          | creating topics while a broker elects leaders   |
  * | pushRetry       | 500 … 30000 (12 attempts)         | connect-push: a batch answered 429/503 (no Retry-After) |
+ * | eventListen     | 100 … 5000                        | the gateway's LISTEN connection for the event feed |
  *
  * Webhook deliveries follow the operator's listed schedule instead (WEBHOOK_RETRY_SCHEDULE_MS,
  * listedDelayMs): their waits are minutes to days, and each is recorded in PostgreSQL.
@@ -34,6 +35,7 @@ export const schedules = {
   consumerRestart: { baseMs: 500, maxMs: 30_000, attempts: Infinity },
   topicCreation: { baseMs: 500, maxMs: 5000, attempts: 10 },
   pushRetry: { baseMs: 500, maxMs: 30_000, attempts: 12 },
+  eventListen: { baseMs: 100, maxMs: 5000, attempts: Infinity },
 } satisfies Record<string, RetrySchedule>;
 
 /** The wait before attempt n + 1, after n failed attempts (n ≥ 1). */

@@ -7,6 +7,15 @@ export function decodeMessage<S extends z.ZodType>(message: InboundMessage, sche
   return decodeJson(message.value?.toString('utf8') ?? '', schema, 'message value');
 }
 
+/** decodeMessage, or null when the message is undecodable (a dead-letter hook then has no record to mark). */
+export function decodeOrNull<S extends z.ZodType>(message: InboundMessage, schema: S): z.output<S> | null {
+  try {
+    return decodeMessage(message, schema);
+  } catch {
+    return null;
+  }
+}
+
 /** decodeMessage for a part of a message (`what` names it in the error). */
 export function decodeJson<S extends z.ZodType>(text: string, schema: S, what: string): z.output<S> {
   let json: unknown;

@@ -19,9 +19,8 @@ export type WebhookOutcome = 'succeeded' | 'retry_scheduled' | 'gave_up' | 'leas
 
 /**
  * How the inbound worker applied a chunk (src/workers/inbound/apply-chunk.ts): `copied` (all its
- * targets new: COPY straight into `targets`), `upserted` (through the staging table and upsert,
- * or a v1 chunk's JSON), `duplicate` (applied before: nothing changed), `orphan` (its import job
- * does not exist).
+ * targets new: COPY straight into `targets`), `upserted` (through the staging table and upsert),
+ * `duplicate` (applied before: nothing changed), `orphan` (its import job does not exist).
  */
 export const inboundChunkOutcomes = ['copied', 'upserted', 'duplicate', 'orphan'] as const;
 export type InboundChunkOutcome = (typeof inboundChunkOutcomes)[number];

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/shared/config.js';
 import { webhookEnvelopeSchema, webhookEventTypes } from '../../src/shared/webhooks/event-types.js';
 import { newWebhookEventId } from '../../src/shared/webhooks/outbox.js';
-import { generateWebhookSecret, secretPattern, signWebhook } from '../../src/shared/webhooks/signing.js';
+import { generateWebhookSecret, signWebhook } from '../../src/shared/webhooks/signing.js';
 import { parseWebhookUrl, refusedRange } from '../../src/shared/webhooks/target-policy.js';
 import { listedDelayMs } from '../../src/shared/retry.js';
 import { matchingSignatures } from '../support/webhook-receiver.js';
@@ -11,7 +11,7 @@ import { matchingSignatures } from '../support/webhook-receiver.js';
 describe('webhook signing (Standard Webhooks)', () => {
   it('makes whsec_ secrets of 32 random bytes', () => {
     const s = generateWebhookSecret();
-    expect(s).toMatch(secretPattern);
+    expect(s).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Buffer.from(s.slice(6), 'base64')).toHaveLength(32);
     expect(generateWebhookSecret()).not.toBe(s);
   });

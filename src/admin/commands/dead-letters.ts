@@ -1,6 +1,6 @@
 import { createDeadLetters, type DeadLetterFilter, type DeadLetters } from '../../shared/dead-letters/dead-letters.js';
 import { deadLetterKindNames } from '../../shared/dead-letters/kinds.js';
-import { AdminError, UsageError, commaList, parseOptions, required, timestampArg, uuidArg } from '../args.js';
+import { AdminError, UsageError, commaList, limitArg, parseOptions, required, timestampArg, uuidArg } from '../args.js';
 import type { Command, Context } from '../command.js';
 
 // Dead letters (docs/operations.md#dead-letters): what the workers gave up on, by kind. These
@@ -8,6 +8,8 @@ import type { Command, Context } from '../command.js';
 // replays and purges in PostgreSQL.
 
 const kindList = deadLetterKindNames.join(', ');
+/** The most dead letters a --limit may ask for. */
+const maxLimit = 10_000;
 
 function deadLettersOf(ctx: Context): DeadLetters {
   if (!ctx.kafka) throw new AdminError('dead-letter commands need Kafka, and this caller has none');
@@ -34,14 +36,6 @@ function idArg(value: string): string {
       `--id must be <kind>/<partition>/<offset> with a kind among ${kindList}, got ${JSON.stringify(id)}`,
     );
   return id;
-}
-
-function limitArg(value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = /^\d{1,5}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= 1 && n <= 10_000))
-    throw new AdminError(`--limit must be an integer from 1 to 10000, got ${JSON.stringify(value)}`);
-  return n;
 }
 
 const filterOptions = {
@@ -89,7 +83,10 @@ export const deadLettersList: Command<{ filter: DeadLetterFilter; limit: number 
     'tenant, client and record. Replayed and purged ones only with --include-handled. --limit: how many to print (default 100).',
   parse(args) {
     const v = parseOptions(args, { ...filterOptions, 'include-handled': { type: 'boolean' } });
-    return { filter: { ...filterOf(v), includeHandled: v['include-handled'] === true }, limit: limitArg(v.limit, 100) };
+    return {
+      filter: { ...filterOf(v), includeHandled: v['include-handled'] === true },
+      limit: limitArg(v.limit, 100, maxLimit),
+    };
   },
   async run(ctx, { filter, limit }) {
     const all = await deadLettersOf(ctx).list(filter);
@@ -159,7 +156,7 @@ function actionCommand(action: 'replay' | 'purge'): Command<ActionInput> {
         execute: v.execute === true,
         operator: operatorArg(v.operator),
         note,
-        limit: limitArg(v.limit, 100),
+        limit: limitArg(v.limit, 100, maxLimit),
       };
     },
     async run(ctx, { filter, execute, operator, note, limit }) {
@@ -190,7 +187,7 @@ export const deadLettersActions: Command<{ kinds: string[]; limit: number }> = {
   summary: 'The recorded replays and purges, newest first: who, when, which selection, how many (default 50).',
   parse(args) {
     const v = parseOptions(args, { kind: { type: 'string' }, limit: { type: 'string' } });
-    return { kinds: kindsArg(v.kind), limit: limitArg(v.limit, 50) };
+    return { kinds: kindsArg(v.kind), limit: limitArg(v.limit, 50, maxLimit) };
   },
   async run(ctx, { kinds, limit }) {
     return { actions: await deadLettersOf(ctx).actions(limit, kinds) };

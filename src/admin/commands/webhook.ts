@@ -15,7 +15,7 @@ import {
   setEndpointStatus,
 } from '../../shared/webhooks/endpoints.js';
 import { TargetRefusedError, checkWebhookTarget, parseWebhookUrl } from '../../shared/webhooks/target-policy.js';
-import { AdminError, UsageError, commaList, durationArg, parseOptions, required, uuidArg } from '../args.js';
+import { AdminError, UsageError, commaList, durationArg, limitArg, parseOptions, required, uuidArg } from '../args.js';
 import type { Command } from '../command.js';
 import { tenantOfClient } from '../store.js';
 
@@ -50,14 +50,6 @@ function eventIdArg(value: string): string {
   if (!webhookEventIdPattern.test(id))
     throw new AdminError(`--event must be an event id (evt_…), got ${JSON.stringify(id)}`);
   return id;
-}
-
-function limitArg(value: string | undefined): number {
-  if (value === undefined) return 50;
-  const n = /^\d{1,4}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= 1 && n <= 1000))
-    throw new AdminError(`--limit must be an integer from 1 to 1000, got ${JSON.stringify(value)}`);
-  return n;
 }
 
 export const webhookCreate: Command<{ clientId: string; url: string; events: string[] | '*' }> = {
@@ -172,7 +164,7 @@ export const webhookAttempts: Command<{ by: { endpointId: string } | { eventId: 
     return {
       by:
         v.endpoint !== undefined ? { endpointId: uuidArg(v.endpoint, 'endpoint') } : { eventId: eventIdArg(v.event!) },
-      limit: limitArg(v.limit),
+      limit: limitArg(v.limit, 50, 1000),
     };
   },
   async run({ pool }, { by, limit }) {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../../shared/logger.js';
+import { backoffMs, schedules } from '../../shared/retry.js';
 
 // Long-poll waiters of the event feed, woken by PostgreSQL's NOTIFY (migrations/0016: every
 // committed webhook_events insert notifies channel webhook_event with its client id). One
@@ -59,7 +60,7 @@ export function createEventWaits(databaseUrl: string, limits: EventWaitLimits, l
       client.end().catch(() => undefined);
       if (closing) return;
       failures++;
-      const retryInMs = Math.min(5000, 100 * 2 ** Math.min(failures - 1, 6));
+      const retryInMs = backoffMs(schedules.eventListen, failures);
       logger.warn({ err, retryInMs }, 'event feed LISTEN connection lost; reconnecting');
       retryTimer = setTimeout(() => {
         if (total > 0) listen();

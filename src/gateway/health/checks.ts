@@ -3,7 +3,6 @@ import type { MessageBus } from '../../shared/kafka/bus.js';
 import { checkDependency as timed, type DependencyCheck } from '../../shared/dependency-check.js';
 import { withTimeout } from '../../shared/timeout.js';
 
-export type { DependencyCheck };
 export type DependencyChecks = { postgres: DependencyCheck; kafka: DependencyCheck };
 export type CheckDependencies = () => Promise<DependencyChecks>;
 

@@ -1,6 +1,7 @@
-import { AppError } from '../../shared/errors.js';
+import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { findUnstorableText, type TextProblem } from './storable.js';
 import { checkJsonShape } from './json-shape.js';
+import { fieldName } from './validate.js';
 
 export type ParsedJson = {
   value: unknown;
@@ -33,8 +34,11 @@ export function parseJsonBytes(bytes: Uint8Array): ParsedJson {
   return { value, unstorable: suspectEscapes ? findUnstorableText(value) : [] };
 }
 
-/** Problems inside items of a partially accepted array (by item index), and the others. */
-export function splitByItem(problems: readonly TextProblem[], itemsField: string | undefined) {
+/**
+ * The unstorable strings inside items of a partially accepted array, by item index (each such
+ * item is refused on its own); one anywhere else refuses the whole body (400 validation_failed).
+ */
+export function unstorableByItem(problems: readonly TextProblem[], itemsField: string | undefined) {
   const items = new Map<number, TextProblem[]>();
   const elsewhere: TextProblem[] = [];
   for (const p of problems) {
@@ -45,5 +49,10 @@ export function splitByItem(problems: readonly TextProblem[], itemsField: string
       elsewhere.push(p);
     }
   }
-  return { items, elsewhere };
+  if (elsewhere.length > 0) {
+    const errors: FieldErrors = Object.create(null);
+    for (const p of elsewhere) (errors[fieldName(['body', ...p.path])] ??= []).push(p.message);
+    throw new AppError('validation_failed', 'The request body is invalid.', errors);
+  }
+  return items;
 }

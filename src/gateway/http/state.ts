@@ -1,7 +1,6 @@
 import type { ParameterizedContext } from 'koa';
 import type { AppError } from '../../shared/errors.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
-import type { ErrorShape } from './error-mapping.js';
 
 /** What the middleware chain learns about a request, in ctx.state. */
 export type GatewayState = {
@@ -22,4 +21,3 @@ export type GatewayState = {
 };
 
 export type GatewayContext = ParameterizedContext<GatewayState>;
-export type { ErrorShape };

@@ -1,9 +1,9 @@
-import { AppError, type FieldErrors } from '../../shared/errors.js';
+import { AppError } from '../../shared/errors.js';
 import { checkTarget } from './target-check.js';
 import { targetItemSchema } from '../../shared/inbound/target-schema.js';
 import { bodyFingerprint } from '../http/fingerprint.js';
-import { parseJsonBytes, splitByItem } from '../http/json-text.js';
-import { fieldName, parseOrThrow } from '../http/validate.js';
+import { parseJsonBytes, unstorableByItem } from '../http/json-text.js';
+import { parseOrThrow } from '../http/validate.js';
 import { cutIntoChunks, type Chunk } from './chunks.js';
 import { batchEnvelopeSchema } from './schemas.js';
 import { validateTargets } from './validate-targets.js';
@@ -32,12 +32,7 @@ export type PreparedBatch = {
  */
 export function prepareBatch(bytes: Uint8Array, limits: BatchLimits): PreparedBatch {
   const { value: raw, unstorable } = parseJsonBytes(bytes);
-  const { items, elsewhere } = splitByItem(unstorable, 'targets');
-  if (elsewhere.length > 0) {
-    const errors: FieldErrors = Object.create(null);
-    for (const p of elsewhere) (errors[fieldName(['body', ...p.path])] ??= []).push(p.message);
-    throw new AppError('validation_failed', 'The request body is invalid.', errors);
-  }
+  const items = unstorableByItem(unstorable, 'targets');
   const count = (raw as { targets?: unknown } | null)?.targets;
   if (Array.isArray(count) && count.length > limits.maxTargets) {
     throw new AppError(

@@ -5,10 +5,10 @@ import type { Authenticator } from '../auth/authenticate.js';
 import { createFailedAuthLimiter } from '../auth/failed-auth-limiter.js';
 import { scopeOf } from '../auth/route-scopes.js';
 import { expectedBodyBytes, readJsonBody, readRawBody } from '../http/body.js';
-import { splitByItem } from '../http/json-text.js';
+import { unstorableByItem } from '../http/json-text.js';
 import { sendJson } from '../http/negotiate.js';
 import type { GatewayContext, GatewayState } from '../http/state.js';
-import { fieldName, parseOrThrow } from '../http/validate.js';
+import { parseOrThrow } from '../http/validate.js';
 import { InFlightSlots } from '../http/in-flight.js';
 import { rateLimitedError, type RateLimiter } from '../rate-limit/rate-limiter.js';
 import type { UploadQuota } from '../rate-limit/upload-quota.js';
@@ -143,12 +143,7 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       body = await route.parseRawBody(await readRawBody(ctx, limits()));
     } else if (route.body || route.parseBody) {
       const raw = await readJsonBody(ctx, limits(), route.requestMediaTypes);
-      const { items, elsewhere } = splitByItem(raw.unstorable, route.itemsField);
-      if (elsewhere.length > 0) {
-        const errors: FieldErrors = Object.create(null);
-        for (const p of elsewhere) (errors[fieldName(['body', ...p.path])] ??= []).push(p.message);
-        throw new AppError('validation_failed', 'The request body is invalid.', errors);
-      }
+      const items = unstorableByItem(raw.unstorable, route.itemsField);
       body = route.parseBody
         ? route.parseBody(raw.value, { unstorableItems: items, bytes: raw.bytes })
         : parseOrThrow(route.body!, raw.value, 'body');

@@ -28,12 +28,3 @@ export function ulid(now: number = Date.now(), random: Buffer = randomBytes(10))
 }
 
 export const newAppointmentId = (now?: number): string => `${appointmentIdPrefix}${ulid(now)}`;
-
-/** The creation time encoded in an id, or null when it is not an appointment id. */
-export function appointmentIdTime(id: string): number | null {
-  if (!appointmentIdPattern.test(id)) return null;
-  let t = 0;
-  for (const ch of id.slice(appointmentIdPrefix.length, appointmentIdPrefix.length + 10))
-    t = t * 32 + crockford.indexOf(ch);
-  return t;
-}

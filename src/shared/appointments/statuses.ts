@@ -70,6 +70,3 @@ export function mayTransition(actor: TransitionActor, from: AppointmentStatus, t
   const table = actor === 'system' ? systemTransitions : backOfficeTransitions;
   return table[from]?.includes(to) ?? false;
 }
-
-export const isAppointmentStatus = (s: string): s is AppointmentStatus =>
-  (appointmentStatuses as readonly string[]).includes(s);

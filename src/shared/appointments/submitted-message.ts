@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envelopeSchema } from '../messages.js';
+import { messageSchema } from '../messages.js';
 import { appointmentIdPattern } from './ids.js';
 
 // appointment.submitted v1: a request the gateway recorded as Submitted, to be validated by the
@@ -15,8 +15,8 @@ export const submittedPayloadSchema = z.object({
 
 export type SubmittedPayload = z.infer<typeof submittedPayloadSchema>;
 
-export const submittedMessageSchema = envelopeSchema.extend({
-  type: z.literal(submittedMessageType),
-  version: z.literal(submittedMessageVersion),
-  payload: submittedPayloadSchema,
-});
+export const submittedMessageSchema = messageSchema(
+  submittedMessageType,
+  submittedMessageVersion,
+  submittedPayloadSchema,
+);

@@ -71,10 +71,11 @@ const environmentSqlStates: Record<string, string> = {
  * workers' PermanentMessageError: undecodable, unknown version) is permanent. A PostgreSQL error
  * is judged by its SQLSTATE: classes 21, 22, 23, 42, 44 and 54 are permanent (but 23505 and
  * 23P01, see transientSqlStates); connection failures (class 08, 57P01–57P03, socket errors)
- * and a database that does not match the code (environmentSqlStates) are an outage; everything else is transient: 40001 serialization failure, 40P01 deadlock,
- * class 53 insufficient resources, 55P03 lock not available, 57014 statement timeout or cancel,
- * class 58 system errors, XX internal errors, and errors without a SQLSTATE (other libraries,
- * programming errors), so what we cannot judge is retried a bounded number of times, as before.
+ * and a database that does not match the code (environmentSqlStates) are an outage; everything
+ * else is transient: 40001 serialization failure, 40P01 deadlock, class 53 insufficient
+ * resources, 55P03 lock not available, 57014 statement timeout or cancel, class 58 system errors,
+ * XX internal errors, and errors without a SQLSTATE (other libraries, programming errors), so
+ * what we cannot judge is retried a bounded number of times.
  */
 export function classifyFailure(err: unknown): FailureClass {
   if (typeof err === 'object' && err !== null && (err as { permanent?: unknown }).permanent === true) {

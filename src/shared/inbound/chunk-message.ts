@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envelopeSchema } from '../messages.js';
+import { messageSchema } from '../messages.js';
 
 // inbound.targets.chunk: a slice of one import job's accepted targets, in item order.
 export const chunkMessageType = 'inbound.targets.chunk';
@@ -15,13 +15,12 @@ const chunkIdentity = {
 export type ChunkIdentity = { [K in keyof typeof chunkIdentity]: z.infer<(typeof chunkIdentity)[K]> };
 
 /**
- * The chunk format's version, named by the `message-version` header (version 1, one JSON
- * document, was never released). A message is the UTF-8 of one line of JSON (the envelope; its
- * payload the chunk's identity and item count), a newline, then one row per item in PostgreSQL's
- * COPY text format
- * (columns `chunkRowColumns`, tab-separated, `\\N` for NULL, each row ending in a newline).
- * PostgreSQL reads the rows with COPY instead of parsing a JSON document of them: about 40% less
- * of its CPU per applied target (src/workers/inbound/sql.ts). The gateway writes them with
+ * The chunk format's version, named by the `message-version` header (1 was never released). A
+ * message is the UTF-8 of one line of JSON (the envelope; its payload the chunk's identity and item
+ * count), a newline, then one row per item in PostgreSQL's COPY text format (columns
+ * `chunkRowColumns`, tab-separated, `\\N` for NULL, each row ending in a newline). PostgreSQL
+ * reads the rows with COPY instead of parsing a JSON document of them: about 40% less of its CPU
+ * per applied target (src/workers/inbound/sql.ts). The gateway writes them with
  * src/gateway/inbound/chunk-rows.ts.
  */
 export const chunkRowsVersion = 2;
@@ -42,8 +41,8 @@ export const chunkRowColumns = [
 ] as const;
 
 /** The header line of a chunk message. */
-export const chunkRowsHeaderSchema = envelopeSchema.extend({
-  type: z.literal(chunkMessageType),
-  version: z.literal(chunkRowsVersion),
-  payload: z.object({ ...chunkIdentity, itemCount: z.number().int().min(1) }),
-});
+export const chunkRowsHeaderSchema = messageSchema(
+  chunkMessageType,
+  chunkRowsVersion,
+  z.object({ ...chunkIdentity, itemCount: z.number().int().min(1) }),
+);

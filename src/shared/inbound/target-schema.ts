@@ -1,8 +1,6 @@
 import { z } from 'zod';
 import { addressSchema, coordinatesSchema, metadataSchema, text, timeWindowSchema } from '../common-schemas.js';
 
-export { addressSchema, coordinatesSchema, metadataSchema, timeWindowSchema };
-
 // What a target is: a place the field organisation must visit or serve (a customer site, a
 // stop), identified by the source system's external id. Shared by the gateway (validation,
 // OpenAPI) and the workers (message decoding).

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envelopeSchema } from '../messages.js';
+import { messageSchema } from '../messages.js';
 import { createJobRequestSchema } from './job.js';
 
 // jobs.create v1: a field job the gateway numbered and recorded, for the worker to materialise.
@@ -13,8 +13,4 @@ export const jobPayloadSchema = z.object({
 });
 export type JobPayload = z.infer<typeof jobPayloadSchema>;
 
-export const jobMessageSchema = envelopeSchema.extend({
-  type: z.literal(jobMessageType),
-  version: z.literal(jobMessageVersion),
-  payload: jobPayloadSchema,
-});
+export const jobMessageSchema = messageSchema(jobMessageType, jobMessageVersion, jobPayloadSchema);

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { addressSchema, coordinatesSchema, metadataSchema } from '../inbound/target-schema.js';
-import { instantSchema } from '../common-schemas.js';
+import { addressSchema, coordinatesSchema, instantSchema, metadataSchema, text } from '../common-schemas.js';
 
 // Field job statuses. Created: recorded and being materialised (the state right after
 // creation). Failed: could not be materialised after retries (dead-lettered; see the logs).
@@ -16,8 +15,6 @@ export const jobStatuses = [
   'Cancelled',
 ] as const;
 export const jobPriorities = ['Low', 'Normal', 'High', 'Urgent'] as const;
-
-const text = (max: number) => z.string().trim().min(1).max(max);
 
 /** The job-creation request: everything the caller knows about the work to be done. */
 export const createJobRequestSchema = z

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envelopeSchema } from '../messages.js';
+import { messageSchema } from '../messages.js';
 
 // workorder.materials.usage v1: "book this recorded usage". The usage and its lines are the
 // edge ledger rows the gateway committed with this message (material_usages,
@@ -16,8 +16,4 @@ export const usagePayloadSchema = z.object({
 
 export type UsagePayload = z.infer<typeof usagePayloadSchema>;
 
-export const usageMessageSchema = envelopeSchema.extend({
-  type: z.literal(usageMessageType),
-  version: z.literal(usageMessageVersion),
-  payload: usagePayloadSchema,
-});
+export const usageMessageSchema = messageSchema(usageMessageType, usageMessageVersion, usagePayloadSchema);

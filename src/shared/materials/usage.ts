@@ -7,7 +7,6 @@
  * went to the dead-letter topic); no stock moved.
  */
 export const materialUsageStatuses = ['Pending', 'Applied', 'Failed'] as const;
-export type MaterialUsageStatus = (typeof materialUsageStatuses)[number];
 
 export const maxUsageLines = 100;
 export const maxLineQuantity = 1_000_000;

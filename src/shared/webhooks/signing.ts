@@ -5,8 +5,6 @@ import { Webhook } from 'standardwebhooks';
 // (Unix seconds of the attempt) and webhook-signature = `v1,<base64 HMAC-SHA256 of
 // "<id>.<timestamp>.<body>">`, space-separated when several secrets are valid (rotation).
 
-export const secretPattern = /^whsec_[A-Za-z0-9+/]{43}=$/;
-
 /** `whsec_` + base64 of 32 random bytes. */
 export const generateWebhookSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 

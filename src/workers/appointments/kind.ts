@@ -1,7 +1,7 @@
 import { submittedMessageSchema } from '../../shared/appointments/submitted-message.js';
 import { isReplayed } from '../../shared/dead-letters/headers.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
-import { decodeMessage } from '../decode.js';
+import { decodeMessage, decodeOrNull } from '../decode.js';
 import { applyStamp } from '../apply-stamp.js';
 import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -27,12 +27,8 @@ export const appointmentsWorker: WorkerKind = {
     deps.logger.debug({ worker: 'appointments', appointmentRequestId: id, outcome }, 'appointment request handled');
   },
   async onDeadLetter(message, error, deps) {
-    let submitted;
-    try {
-      submitted = decodeMessage(message, submittedMessageSchema);
-    } catch {
-      return; // undecodable: no request to mark; the dead-letter topic keeps it
-    }
+    const submitted = decodeOrNull(message, submittedMessageSchema);
+    if (!submitted) return; // no request to mark; the dead-letter topic keeps the message
     const reason = `The request could not be processed: ${error.message}`.slice(0, 1000);
     await failSubmitted(deps.pool, submitted, reason, applyStamp(message, submitted.producedAt, deps));
   },

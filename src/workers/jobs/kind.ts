@@ -2,7 +2,7 @@ import { inTransaction } from '../../shared/db/pool.js';
 import { jobMessageSchema } from '../../shared/jobs/job-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
 import { recordFieldJobCreated } from '../../shared/webhooks/events.js';
-import { decodeMessage } from '../decode.js';
+import { decodeMessage, decodeOrNull } from '../decode.js';
 import { applyStamp, stampValues } from '../apply-stamp.js';
 import { edgeRecordOrWait, edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -60,12 +60,8 @@ export const jobsWorker: WorkerKind = {
     });
   },
   async onDeadLetter(message, error, deps) {
-    let job;
-    try {
-      job = decodeMessage(message, jobMessageSchema);
-    } catch {
-      return; // undecodable: no request to mark; the dead-letter topic keeps it
-    }
+    const job = decodeOrNull(message, jobMessageSchema);
+    if (!job) return; // no job to mark; the dead-letter topic keeps the message
     const stamp = stampValues(applyStamp(message, job.producedAt, deps));
     await deps.pool.query(markFailed, [
       job.payload.fieldJobId,

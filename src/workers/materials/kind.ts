@@ -1,6 +1,6 @@
 import { usageMessageSchema } from '../../shared/materials/usage-message.js';
 import { topicSpec } from '../../shared/kafka/topics.js';
-import { decodeMessage } from '../decode.js';
+import { decodeMessage, decodeOrNull } from '../decode.js';
 import { applyStamp } from '../apply-stamp.js';
 import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -20,12 +20,8 @@ export const materialsWorker: WorkerKind = {
       deps.logger.debug({ worker: 'materials', materialUsageId: id, outcome }, 'material usage skipped');
   },
   async onDeadLetter(message, error, deps) {
-    let usage;
-    try {
-      usage = decodeMessage(message, usageMessageSchema);
-    } catch {
-      return; // undecodable: no usage to mark; the dead-letter topic keeps it
-    }
+    const usage = decodeOrNull(message, usageMessageSchema);
+    if (!usage) return; // no usage to mark; the dead-letter topic keeps the message
     await failUsage(deps.pool, usage, error.message, applyStamp(message, usage.producedAt, deps));
   },
 };

@@ -1,7 +1,5 @@
 import { checkDependency as timed, type DependencyCheck } from '../../shared/dependency-check.js';
 
-export type { DependencyCheck };
-
 /** starting: waiting for Kafka or joining groups; running: every hosted kind started; stopping: on SIGTERM. */
 export type WorkersState = 'starting' | 'running' | 'stopping';
 
