@@ -5,7 +5,8 @@ import { backoffMs, mayRetry, pause, schedules, type RetrySchedule } from '../sh
 import { extractFrom, inSpan, SpanKind } from '../shared/tracing/context.js';
 import { EdgeRecordPending } from './edge-record.js';
 import { FairQueue, type Entry, type Lane } from './fair-queue.js';
-import { deadLetterTopic, topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
+import { deadLetterTopic } from '../shared/dead-letters/headers.js';
+import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
 import { noWorkerMetrics } from './worker-metrics.js';
 
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));

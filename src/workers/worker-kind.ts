@@ -40,8 +40,6 @@ export type WorkerKind = {
   onDeadLetter?(message: InboundMessage, error: Error, deps: WorkerDeps): Promise<void>;
 };
 
-export { deadLetterTopic } from '../shared/dead-letters/headers.js';
-
 /**
  * A kind's topics and their dead-letter topics. A dead-letter topic takes what its topic takes
  * (max.message.bytes, replication), or a large poison message could never be dead-lettered and

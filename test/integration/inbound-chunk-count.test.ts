@@ -6,7 +6,7 @@ import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
-import { deadLetterTopic } from '../../src/workers/worker-kind.js';
+import { deadLetterTopic } from '../../src/shared/dead-letters/headers.js';
 import { insertImportJob } from '../support/fixtures.js';
 import { eventually, testBus, uniqueName, reading } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';

@@ -8,7 +8,7 @@ import { chunkMessage } from '../support/chunk-messages.js';
 import { schedules } from '../../src/shared/retry.js';
 import { inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
-import { deadLetterTopic } from '../../src/workers/worker-kind.js';
+import { deadLetterTopic } from '../../src/shared/dead-letters/headers.js';
 import { bearer, createDemo, insertImportJob } from '../support/fixtures.js';
 import { eventually, testBus, uniqueName, reading } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';

@@ -1,6 +1,5 @@
 import { inTransaction, type Pool } from '../db/pool.js';
 import { deleteDeliveries } from './endpoints.js';
-import type { Tx } from './outbox.js';
 
 // The event feed's order (see migrations/0016): feed_seq is assigned to committed events only, by
 // one writer at a time holding the row lock of event_feed_head, so positions become visible in
@@ -38,13 +37,6 @@ export async function sequenceEvents(pool: Pool): Promise<number> {
     total += n;
     if (n < sequenceBatch) return total;
   }
-}
-
-export type FeedHead = { lastSeq: bigint; prunedThrough: bigint };
-
-export async function readFeedHead(db: Tx): Promise<FeedHead> {
-  const { rows } = await db.query('SELECT last_seq, pruned_through FROM event_feed_head');
-  return { lastSeq: BigInt(rows[0].last_seq), prunedThrough: BigInt(rows[0].pruned_through) };
 }
 
 /** Events examined per pruning step. */
