@@ -205,6 +205,17 @@ describe('tenant scope (row-level security)', () => {
     expect(scopedTables).toEqual([...withTenantColumn, ...Object.keys(tenantOfRow)].sort());
   });
 
+  it('takes the tenant once per statement, not once per row (migrations/0018)', async () => {
+    const { rows } = await pool.query<{ tablename: string; qual: string }>(
+      `SELECT tablename, qual FROM pg_policies WHERE policyname = 'tenant_scope' AND qual LIKE '%connect_scope_tenant()%'`,
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    // A bare call in the condition runs for every row read; a scalar subquery once (an InitPlan).
+    expect(rows.filter((r) => !r.qual.includes('SELECT connect_scope_tenant()'))).toEqual([]);
+    const plan = await scoped.run(tenantA, (tx) => tx.query('EXPLAIN SELECT count(*) FROM import_jobs'));
+    expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/InitPlan/);
+  });
+
   it("in tenant A's scope, a statement without a tenant condition sees A's rows and none of B's", async () => {
     for (const table of scopedTables) {
       const all = await pool.query(`SELECT ${tenantOf(table)} AS tenant FROM ${table} t`);
