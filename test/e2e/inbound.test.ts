@@ -274,6 +274,8 @@ describe('import job reads', () => {
     expect(odd.body.total).toBe(2);
     await eventually(async () => ((await list('?status=Completed')).body.total === 5 ? true : undefined));
     expect((await list('?status=Queued')).body.total).toBe(0);
+    const pastTheEnd = await list('?skip=5&take=2');
+    expect(pastTheEnd.body).toMatchObject({ items: [], total: 5, skip: 5 });
   });
 
   it('enforces the take maximum and valid filters with 400 field errors', async () => {

@@ -46,10 +46,14 @@ export async function listImportJobs(
 ): Promise<{ items: ImportJobDto[]; total: number }> {
   const where = `client_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR source_system = $3)`;
   const values = [clientId, filter.status ?? null, filter.sourceSystem ?? null];
-  const page = await tx.query(
-    `SELECT ${importJobColumns} FROM import_jobs WHERE ${where} ORDER BY id DESC OFFSET $4 LIMIT $5`,
+  // The page and the total in one statement (one round trip, one snapshot): a row for the total
+  // even when the page is empty.
+  const { rows } = await tx.query(
+    `SELECT (SELECT count(*)::int FROM import_jobs WHERE ${where}) AS total, page.*
+       FROM (SELECT) one
+       LEFT JOIN LATERAL (SELECT ${importJobColumns} FROM import_jobs WHERE ${where} ORDER BY id DESC OFFSET $4 LIMIT $5) page ON true
+      ORDER BY page.id DESC`,
     [...values, filter.skip, filter.take],
   );
-  const count = await tx.query(`SELECT count(*)::int AS total FROM import_jobs WHERE ${where}`, values);
-  return { items: page.rows.map(toImportJobDto), total: count.rows[0].total };
+  return { items: rows.filter((r) => r.id !== null).map(toImportJobDto), total: rows[0].total };
 }
