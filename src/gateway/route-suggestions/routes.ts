@@ -6,8 +6,8 @@ import { importJobIdParamsSchema } from '../import-jobs/schemas.js';
 import { JsonText } from '../http/negotiate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { createRouteSuggestionSchema, routeSuggestionSchema, suggestionIdParamsSchema } from './schemas.js';
-import { createRouteSuggestion, defaultSpeedKmh } from './suggest.js';
-import { findSuggestion } from './store.js';
+import { defaultSpeedKmh, findSuggestion } from './store.js';
+import { createRouteSuggestion } from './suggest.js';
 import type { MemoryBudget } from '../memory/memory-budget.js';
 
 const method =

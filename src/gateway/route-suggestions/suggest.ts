@@ -14,6 +14,7 @@ import type { AuthenticatedClient } from '../auth/authenticate.js';
 import type { CreateRouteSuggestion } from './schemas.js';
 import {
   answerJson,
+  defaultSpeedKmh,
   findJobStatus,
   insertSuggestion,
   jobTargetCounts,
@@ -21,7 +22,6 @@ import {
   type DraftHeader,
 } from './store.js';
 
-export const defaultSpeedKmh = 40;
 const finalStatuses = ['Completed', 'CompletedWithErrors'];
 
 /** Refuses (400 via RouteInputError) a job over the draft limits before any of its targets is
