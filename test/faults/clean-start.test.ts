@@ -53,8 +53,10 @@ describe('a clean start', () => {
       } finally {
         await pool.end();
       }
-      expect(await workers.kill('SIGTERM')).toBe(0);
-      expect(await gateway.kill('SIGTERM')).toBe(0);
+      // On a failure, the process's last lines say why it exited so (a shutdown timeout, a crash).
+      const lastLines = (proc: { output(): string }) => proc.output().trim().split('\n').slice(-15).join('\n');
+      expect(await workers.kill('SIGTERM'), lastLines(workers)).toBe(0);
+      expect(await gateway.kill('SIGTERM'), lastLines(gateway)).toBe(0);
 
       for (const [name, proc] of [
         ['gateway', gateway],
@@ -69,14 +71,18 @@ describe('a clean start', () => {
           }
         });
         expect(lines.length, `${name} lines`).toBeGreaterThan(0);
-        expect.soft(
-          parsed.filter((p) => typeof p === 'string'),
-          `${name}: lines that are not JSON`,
-        ).toEqual([]);
-        expect.soft(
-          parsed.filter((p) => typeof p === 'object' && (p.level ?? 0) >= 50),
-          `${name}: ERROR lines`,
-        ).toEqual([]);
+        expect
+          .soft(
+            parsed.filter((p) => typeof p === 'string'),
+            `${name}: lines that are not JSON`,
+          )
+          .toEqual([]);
+        expect
+          .soft(
+            parsed.filter((p) => typeof p === 'object' && (p.level ?? 0) >= 50),
+            `${name}: ERROR lines`,
+          )
+          .toEqual([]);
       }
     },
     scaled(600_000),
