@@ -1,7 +1,8 @@
 // `npm run bench:fairness`: what one tenant's bulk backlog does to another tenant's small imports,
 // and how two bulk tenants share the workers (issue 24). Brings up what it needs (the local broker
 // via scripts/kafka up, a throwaway database, tenants A, B and C, its own topic prefix), runs the
-// gateway and an inbound worker runner (WORKERS=inbound) as their own processes and the bulk
+// gateway and the inbound workers as deployed (a runner for WORKERS=inbound and one for
+// WORKERS=inbound-express, the small imports' kind) as their own processes and the bulk
 // uploads as bench/lib/load.ts processes (8 connections, batches of 1,000). A and C have the quota
 // an operator would raise for a large ERP customer (their clients' upload quota 1 GiB/s); every
 // client's rate limit is raised (B polls its import job every 10 ms). Phases:
@@ -155,7 +156,9 @@ async function smallImports(
 
 let pool = null as pg.Pool | null;
 let gateway = null as Child | null;
-let workers = null as Child | null;
+/** The two inbound runners: bulk (WORKERS=inbound) and express (WORKERS=inbound-express). */
+type Workers = { pids: number[]; expressOutput(): string; stop(): Promise<unknown> };
+let workers = null as Workers | null;
 
 /** A tenant's import jobs after `afterJob`: accepted and applied targets, jobs, final jobs. */
 async function progress(tenantId: string, afterJob: number) {
@@ -209,15 +212,21 @@ async function pushBulk(base: string, apiKey: string, tag: string, targets: numb
   return { accepted, statuses, targetsPerSecond: round(accepted / seconds) };
 }
 
-async function startWorkers(label: string): Promise<Child> {
+async function startWorkers(label: string): Promise<Workers> {
   // Info level: one "message applied" line per message, with its duration (express applies below).
-  const runner = spawnTsx(
-    'src/workers/runner.ts',
-    { ...childEnv, LOG_LEVEL: 'info', WORKERS: 'inbound', WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' },
-    label,
-  );
-  await runner.waitFor(/workers: running/);
-  return runner;
+  const start = (kinds: string) =>
+    spawnTsx(
+      'src/workers/runner.ts',
+      { ...childEnv, LOG_LEVEL: 'info', WORKERS: kinds, WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' },
+      `${label} ${kinds}`,
+    );
+  const [bulk, express] = [start('inbound'), start('inbound-express')];
+  await Promise.all([bulk.waitFor(/workers: running/), express.waitFor(/workers: running/)]);
+  return {
+    pids: [bulk.pid, express.pid],
+    expressOutput: () => express.output(),
+    stop: () => Promise.all([bulk.stop(), express.stop()]),
+  };
 }
 
 /** Apply durations (ms) of express-lane messages, from the workers' "message applied" lines. */
@@ -296,10 +305,10 @@ async function run() {
 
   // ---- quiet ------------------------------------------------------------------------------
   log('quiet: B alone');
-  const quietCpu = cpuFrom(broker, [gateway.pid, workers.pid]);
+  const quietCpu = cpuFrom(broker, [gateway.pid, ...workers.pids]);
   const quietSamples = await smallImports(base, key(b), 'quiet', opts.phaseSeconds);
   const quietCores = quietCpu.end();
-  const quiet = await smallReport(quietSamples, workers.output());
+  const quiet = await smallReport(quietSamples, workers.expressOutput());
   await workers.stop();
 
   // ---- backlog ----------------------------------------------------------------------------
@@ -312,7 +321,7 @@ async function run() {
   const workersReadyAt = performance.now();
   while ((await progress(a.tenantId, backlogMarker)).applied === 0) await sleep(50);
   const windowStart = { at: performance.now(), applied: (await progress(a.tenantId, backlogMarker)).applied };
-  const backlogCpu = cpuFrom(broker, [gateway.pid, workers.pid]);
+  const backlogCpu = cpuFrom(broker, [gateway.pid, ...workers.pids]);
   // B is timed while A has a backlog: the window ends early when less than a tenth of it is left.
   let nearlyDrained = false;
   const watch = (async () => {
@@ -326,7 +335,7 @@ async function run() {
   await watch;
   const backlogCores = backlogCpu.end();
   const windowEnd = { at: performance.now(), applied: (await progress(a.tenantId, backlogMarker)).applied };
-  const backlog = await smallReport(backlogSamples, workers.output());
+  const backlog = await smallReport(backlogSamples, workers.expressOutput());
   let drained = await progress(a.tenantId, backlogMarker);
   while (drained.final < drained.jobs) {
     await sleep(200);
@@ -356,7 +365,7 @@ async function run() {
     pushBulk(base, key(c), 'sc-', opts.shareTargets, half),
   ]);
   workers = await startWorkers('workers share');
-  const shareCpu = cpuFrom(broker, [gateway.pid, workers.pid]);
+  const shareCpu = cpuFrom(broker, [gateway.pid, ...workers.pids]);
   const t0 = performance.now();
   const timeline: { s: number; a: number; c: number }[] = [];
   for (;;) {

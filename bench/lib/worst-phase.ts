@@ -28,7 +28,7 @@ export type WorstPhaseDeps = {
 };
 
 /** One runner per deployment of deploy/k8s/workers.yaml (each with its own memory limit there). */
-const workerDeployments = ['inbound', 'jobs', 'materials', 'appointments', 'webhooks'];
+const workerDeployments = ['inbound', 'inbound-express', 'jobs', 'materials', 'appointments', 'webhooks'];
 /** The largest draft a route suggestion computes (src/routing/problem.ts maxTargets). */
 const draftTargets = 5000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -4,7 +4,7 @@ import type { ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
 import { backoffMs, mayRetry, pause, schedules, type RetrySchedule } from '../shared/retry.js';
 import { extractFrom, inSpan, SpanKind } from '../shared/tracing/context.js';
 import { EdgeRecordPending } from './edge-record.js';
-import { FairQueue, type Entry, type Lane } from './fair-queue.js';
+import { FairQueue, type Entry } from './fair-queue.js';
 import { deadLetterTopic } from '../shared/dead-letters/headers.js';
 import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
 import { noWorkerMetrics } from './worker-metrics.js';
@@ -20,9 +20,9 @@ export type RunningKind = {
 };
 
 /**
- * Runs one worker kind: its consumer group fetches into a FairQueue (fair-queue.ts: express lane
- * first, tenants by least served, each key in order), and this loop applies what the queue hands
- * out, WORKER_APPLY_CONCURRENCY messages at once plus one slot only the express lane may use.
+ * Runs one worker kind: its consumer group fetches into a FairQueue (fair-queue.ts: tenants by
+ * least served, each key in order), and this loop applies what the queue hands out,
+ * WORKER_APPLY_CONCURRENCY messages at once.
  *
  * Each message is applied alone (its own transaction) and each failed attempt is classified
  * (classifyFailure, shared/db/errors.ts):
@@ -48,14 +48,11 @@ export async function runWorkerKind(
   const log = deps.logger.child({ worker: kind.name });
   const metrics = deps.metrics ?? noWorkerMetrics;
   const topics = kind.topics(deps.config.kafka);
-  const laneOf = new Map<string, Lane>(topics.map((t) => [t.topic, t.lane ?? 'bulk']));
-  const hasExpressLane = [...laneOf.values()].includes('express');
   const slots = deps.config.workers.applyConcurrency;
   const queue = new FairQueue();
   const originOf = (m: InboundMessage) => `${m.topic}/${m.partition}/${m.offset}`;
 
   let running = 0;
-  let expressRunning = 0;
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
   let holdUntil = 0; // a dependency is away: nothing is tried before this
@@ -95,19 +92,12 @@ export async function runWorkerKind(
     if (stopping) return;
     const now = Date.now();
     if (now < holdUntil) return scheduleWake(holdUntil);
-    for (;;) {
-      const expressSlot = running >= slots;
-      if (expressSlot && (!hasExpressLane || expressRunning > 0)) break;
-      // While a small import is applied, bulk applies keep to one slot fewer: on a machine whose
-      // cores PostgreSQL's bulk work fills, the small one would otherwise wait for CPU.
-      const bulkYields = expressRunning > 0 && running >= slots - 1;
-      const entry = queue.next(now, expressSlot || bulkYields ? ['express'] : ['express', 'bulk']);
+    while (running < slots) {
+      const entry = queue.next(now);
       if (!entry) break;
-      if (expressSlot) expressRunning++;
-      else running++;
+      running++;
       const applying: Promise<void> = apply(entry).finally(() => {
-        if (expressSlot) expressRunning--;
-        else running--;
+        running--;
         inFlight.delete(applying);
         throttle(entry.message.topic, entry.message.partition);
         pump();
@@ -247,7 +237,7 @@ export async function runWorkerKind(
     {
       deliver(messages) {
         const first = messages[0]!;
-        queue.add(messages, laneOf.get(first.topic) ?? 'bulk');
+        queue.add(messages);
         throttle(first.topic, first.partition);
         pump();
       },

@@ -7,9 +7,6 @@ import { tenantHeader } from '../shared/messages.js';
  * Kafka keeps each partition in order; the worker only has to keep each *key* in order (an import
  * job's chunks, a work order's usages). So the queue takes every fetched message of every
  * partition it owns and hands out, one at a time, the message that is fair to apply next:
- * - lanes: a message of the express lane (small imports) goes before any of the bulk lane, and a
- *   process keeps a slot for them (see consumer-loop.ts), so a small import never queues behind a
- *   bulk backlog;
  * - tenants: among the tenants with a message ready, the one that has been served least (bytes
  *   applied, divided by its weight: start-time fair queueing) goes first; a tenant that was idle
  *   starts level with the others, so it cannot bank credit;
@@ -20,12 +17,9 @@ import { tenantHeader } from '../shared/messages.js';
  * is done), so a crash re-delivers only unapplied or not-yet-committed messages, which the kinds
  * apply idempotently.
  */
-export type Lane = 'express' | 'bulk';
-
 export type Entry = {
   readonly message: InboundMessage;
   readonly tenant: string;
-  readonly lane: Lane;
   readonly bytes: number;
   /** Not handed out before this time (ms since the epoch). */
   notBefore: number;
@@ -79,7 +73,7 @@ export class FairQueue {
   }
 
   /** One fetched batch of one partition, in offset order. */
-  add(messages: InboundMessage[], lane: Lane): void {
+  add(messages: InboundMessage[]): void {
     for (const message of messages) {
       const partitionId = `${message.topic}/${message.partition}`;
       let partition = this.partitions.get(partitionId);
@@ -104,7 +98,6 @@ export class FairQueue {
       const entry: Entry = {
         message,
         tenant,
-        lane,
         bytes: message.value?.length ?? 0,
         notBefore: 0,
         failures: 0,
@@ -127,21 +120,17 @@ export class FairQueue {
   }
 
   /** The next message to apply now, marked running; undefined when none is ready. */
-  next(now: number, lanes: readonly Lane[] = ['express', 'bulk']): Entry | undefined {
-    for (const lane of lanes) {
-      let best: { tenant: TenantState; entry: Entry } | undefined;
-      for (const tenant of this.tenants.values()) {
-        if (best && tenant.served >= best.tenant.served) continue;
-        const entry = readyOf(tenant, lane, now);
-        if (entry) best = { tenant, entry };
-      }
-      if (best) {
-        best.entry.state = 'running';
-        best.tenant.served += Math.max(best.entry.bytes, 1) / this.weightOf(best.entry.tenant);
-        return best.entry;
-      }
+  next(now: number): Entry | undefined {
+    let best: { tenant: TenantState; entry: Entry } | undefined;
+    for (const tenant of this.tenants.values()) {
+      if (best && tenant.served >= best.tenant.served) continue;
+      const entry = readyOf(tenant, now);
+      if (entry) best = { tenant, entry };
     }
-    return undefined;
+    if (!best) return undefined;
+    best.entry.state = 'running';
+    best.tenant.served += Math.max(best.entry.bytes, 1) / this.weightOf(best.entry.tenant);
+    return best.entry;
   }
 
   /** A running message that was not applied: ready again from notBefore. */
@@ -257,11 +246,11 @@ export class FairQueue {
   }
 }
 
-/** A tenant's first ready message of a lane: the head of one of its keys, queued and not waiting. */
-function readyOf(tenant: TenantState, lane: Lane, now: number): Entry | undefined {
+/** A tenant's first ready message: the head of one of its keys, queued and not waiting. */
+function readyOf(tenant: TenantState, now: number): Entry | undefined {
   for (const ofKey of tenant.keys.values()) {
     const head = ofKey[0];
-    if (head && head.state === 'queued' && head.lane === lane && head.notBefore <= now) return head;
+    if (head && head.state === 'queued' && head.notBefore <= now) return head;
   }
   return undefined;
 }

@@ -1,5 +1,5 @@
 import { appointmentsWorker } from './appointments/kind.js';
-import { inboundWorker } from './inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from './inbound/kind.js';
 import { jobsWorker } from './jobs/kind.js';
 import { materialsWorker } from './materials/kind.js';
 import type { PollingWorker } from './start-workers.js';
@@ -8,10 +8,11 @@ import type { WorkerKind } from './worker-kind.js';
 
 /**
  * Every worker kind the runner can host, by name (the names WORKERS accepts).
- * The feature issues add theirs here (inbound, materials, jobs, appointments, …).
  */
 export const workerKinds: Record<string, WorkerKind | PollingWorker> = {
   inbound: inboundWorker,
+  /** Small imports (the express lane): deploy it as its own process so bulk work never delays it. */
+  'inbound-express': inboundExpressWorker,
   appointments: appointmentsWorker,
   jobs: jobsWorker,
   materials: materialsWorker,

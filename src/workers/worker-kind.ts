@@ -3,7 +3,6 @@ import { deadLetterTopic } from '../shared/dead-letters/headers.js';
 import type { Pool } from '../shared/db/pool.js';
 import type { InboundMessage, MessageBus, TopicSpec } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
-import type { Lane } from './fair-queue.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
 export type WorkerDeps = {
@@ -14,9 +13,6 @@ export type WorkerDeps = {
   /** Outcome counters for /metrics; absent: nothing is counted. */
   metrics?: WorkerMetrics;
 };
-
-/** A topic a kind consumes, and the lane its messages take (default bulk; see fair-queue.ts). */
-export type KindTopic = TopicSpec & { lane?: Lane };
 
 /**
  * One kind of worker: a consumer group over its topics and a typed handler. The runner
@@ -29,7 +25,7 @@ export type WorkerKind = {
   /** Consumer group id (without the topic prefix). */
   groupId: string;
   /** Topics this kind consumes; created at start if missing. */
-  topics(kafka: Config['kafka']): KindTopic[];
+  topics(kafka: Config['kafka']): TopicSpec[];
   /**
    * Applies one message (messages of one key come in order, one at a time). What a throw means
    * is decided by classifyFailure (see consumer-loop.ts); EdgeRecordPending (edge-record.ts)
@@ -46,4 +42,4 @@ export type WorkerKind = {
  * would block its partition.
  */
 export const topicsWithDeadLetters = (kind: WorkerKind, kafka: Config['kafka']): TopicSpec[] =>
-  kind.topics(kafka).flatMap(({ lane: _lane, ...t }) => [t, { ...t, topic: deadLetterTopic(t.topic), partitions: 1 }]);
+  kind.topics(kafka).flatMap((t) => [t, { ...t, topic: deadLetterTopic(t.topic), partitions: 1 }]);

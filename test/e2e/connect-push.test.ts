@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
@@ -14,7 +14,7 @@ import { makeTargets } from '../support/targets.js';
 const batchTargets = 2000; // 50 batches: enough for a kill to land midway
 const suite = useGatewaySuite({
   env: () => ({ INBOUND_BATCH_MAX_TARGETS: String(batchTargets) }),
-  workers: [inboundWorker],
+  workers: [inboundWorker, inboundExpressWorker],
 });
 
 const sourceSystem = 'push-e2e';

@@ -3,7 +3,7 @@ import { encodeCursor } from '../../src/gateway/events/cursor.js';
 import { sendTestEvent } from '../../src/shared/webhooks/endpoint-deliveries.js';
 import { createEndpoint, findEndpoint } from '../../src/shared/webhooks/endpoints.js';
 import { pruneEvents } from '../../src/shared/webhooks/feed.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { createApiClient } from '../support/api-client.js';
 import { recordTestEvent, readFeedToEnd } from '../support/events.js';
 import { bearer, createClientWithKey } from '../support/fixtures.js';
@@ -17,7 +17,7 @@ import { makeTargets } from '../support/targets.js';
 
 const suite = useGatewaySuite({
   env: () => ({ EVENT_FEED_WAITERS_PER_CLIENT: '2', EVENT_RETENTION_HOURS: '1', EVENT_FEED_MAX_WAIT_SECONDS: '300' }),
-  workers: [inboundWorker],
+  workers: [inboundWorker, inboundExpressWorker],
 });
 
 const key = () => suite.demo.clients.all!.apiKey;

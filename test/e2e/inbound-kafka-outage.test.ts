@@ -29,7 +29,7 @@ describe('inbound while Kafka is down', () => {
   it(
     'answers 503 with Retry-After while down and applies every accepted target after',
     async () => {
-      worker = spawnWorkers(suite.config, 'inbound', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
+      worker = spawnWorkers(suite.config, 'inbound,inbound-express', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
       await worker.running();
       let n = 0;
       const push = () =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { bearer, createClientWithKey, createDemo } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
@@ -13,7 +13,7 @@ const suite = useGatewaySuite({
     // One client sends 10 concurrent duplicates below: let it hold every in-flight slot.
     IN_FLIGHT_CLIENT_SHARE_PERCENT: '100',
   }),
-  workers: [inboundWorker],
+  workers: [inboundWorker, inboundExpressWorker],
 });
 const key = () => suite.demo.clients.all!.apiKey;
 const post = (path: string, body: unknown, headers: Record<string, string> = {}, apiKey = key()) =>

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/shared/config.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import type { RunningWorkers } from '../../src/workers/start-workers.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { jobsWorker } from '../../src/workers/jobs/kind.js';
 import { createApiClient, type ApiClient, type ApiResponse } from '../support/api-client.js';
 import { bearer, createDemo, type Demo } from '../support/fixtures.js';
@@ -31,7 +31,7 @@ beforeAll(async () => {
   // AUTH_CACHE_TTL_MS=0: every request looks its key up, so the outage reaches authentication.
   config = testConfig(server.url, { AUTH_CACHE_TTL_MS: '0', KAFKA_PRODUCE_TIMEOUT_MS: '3000' });
   gateway = await startTestGateway(config);
-  workers = await startTestWorkers(config, [inboundWorker, jobsWorker]);
+  workers = await startTestWorkers(config, [inboundWorker, inboundExpressWorker, jobsWorker]);
   api = await createApiClient(gateway.url);
   demo = await createDemo(pool);
 });

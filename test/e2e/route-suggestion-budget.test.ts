@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { bearer } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
@@ -8,7 +8,7 @@ import { makeTargets } from '../support/targets.js';
 // A draft large enough to take far longer than its budget: it is stopped with 422 when the budget
 // runs out, and stopped at once when its client leaves, freeing its in-flight slot.
 const suite = useGatewaySuite({
-  workers: [inboundWorker],
+  workers: [inboundWorker, inboundExpressWorker],
   env: () => ({
     ROUTE_SUGGESTION_BUDGET_MS: '1000',
     ROUTE_SUGGESTION_MAX_IN_FLIGHT: '1',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { demo } from '../../src/admin/commands/demo.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { admin, bearer, createClientWithKey, type Demo } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
@@ -10,7 +10,7 @@ import { makeTargets } from '../support/targets.js';
 // suggestion slots, a client and a tenant may hold half: two clients of one tenant together hold
 // at most two, and a client of another tenant still gets one.
 const suite = useGatewaySuite({
-  workers: [inboundWorker],
+  workers: [inboundWorker, inboundExpressWorker],
   env: () => ({
     ROUTE_SUGGESTION_BUDGET_MS: '60000',
     ROUTE_SUGGESTION_MAX_IN_FLIGHT: '4',

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { bearer, createClientWithKey, insertImportJob } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
 import { scaled } from '../support/time-scale.js';
 
-const suite = useGatewaySuite({ workers: [inboundWorker] });
+const suite = useGatewaySuite({ workers: [inboundWorker, inboundExpressWorker] });
 const key = () => suite.demo.clients.all!.apiKey;
 const depot = { latitude: 52.5, longitude: 13.4 };
 const plan = {

@@ -4,7 +4,7 @@ import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/shared/logger.js';
 import { startTracing } from '../../src/shared/tracing/tracing.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
 import { bearer } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
@@ -27,7 +27,10 @@ beforeAll(async () => {
       done();
     },
   });
-  workers = await startWorkers(suite.config, createLogger('info', 'test-workers', sink), [inboundWorker]);
+  workers = await startWorkers(suite.config, createLogger('info', 'test-workers', sink), [
+    inboundWorker,
+    inboundExpressWorker,
+  ]);
 });
 
 afterAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookList } from '../../src/admin/commands/webhook.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
 import { webhookDispatcher } from '../../src/workers/webhooks/dispatcher.js';
 import { createApiClient } from '../support/api-client.js';
@@ -28,7 +28,7 @@ const suite = useGatewaySuite({
     WEBHOOK_RETRY_SCHEDULE: '0.1', // one retry, then the delivery gives up (replay-failed)
     WEBHOOK_ENDPOINTS_PER_CLIENT: '10',
   }),
-  workers: [inboundWorker],
+  workers: [inboundWorker, inboundExpressWorker],
 });
 
 let receiver: WebhookReceiver;

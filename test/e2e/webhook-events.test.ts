@@ -6,7 +6,7 @@ import { chunkMessage } from '../support/chunk-messages.js';
 import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { webhookEventTypes } from '../../src/shared/webhooks/event-types.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { jobsWorker } from '../../src/workers/jobs/kind.js';
 import { materialsWorker } from '../../src/workers/materials/kind.js';
 import { appointmentsWorker } from '../../src/workers/appointments/kind.js';
@@ -38,7 +38,7 @@ const suite = useGatewaySuite({
     WEBHOOK_POLL_INTERVAL_MS: '100',
     INBOUND_CHUNK_MAX_BYTES: '4096',
   }),
-  workers: [inboundWorker, jobsWorker, materialsWorker, appointmentsWorker],
+  workers: [inboundWorker, inboundExpressWorker, jobsWorker, materialsWorker, appointmentsWorker],
 });
 
 let receiver: WebhookReceiver;

@@ -21,7 +21,7 @@ describe('no group coordinator for a while', () => {
         pool: env.pool,
         databaseUrl: env.db.url,
         brokers: env.kafka.brokers,
-        workers: { workers: 'inbound,jobs' },
+        workers: { workers: 'inbound,inbound-express,jobs' },
         startLoad: false,
       });
       const { load, fleet } = s;

@@ -21,7 +21,7 @@ describe('event feed with the workers SIGKILLed while events are written', () =>
     'skips and repeats nothing',
     async () => {
       await setRateLimit(suite.pool, clientId(), 1_000_000); // the writers must not starve the reader
-      let workers: WorkerProcess = spawnWorkers(suite.config, 'inbound');
+      let workers: WorkerProcess = spawnWorkers(suite.config, 'inbound,inbound-express');
       await workers.running(scaled(60_000));
 
       let writing = true;
@@ -62,7 +62,7 @@ describe('event feed with the workers SIGKILLed while events are written', () =>
         const before = read.length;
         await eventually(() => (read.length >= before + 20 ? true : undefined), scaled(60_000), 'events arriving');
         await workers.kill('SIGKILL');
-        workers = spawnWorkers(suite.config, 'inbound');
+        workers = spawnWorkers(suite.config, 'inbound,inbound-express');
         await workers.running(scaled(60_000));
       }
       writing = false;

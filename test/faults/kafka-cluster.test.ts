@@ -238,8 +238,8 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       });
       await Promise.all([
         s.fleet.gateway('gateway-2'),
-        s.fleet.workers('workers-1', 'inbound,jobs,materials', cluster.mtlsEnv),
-        s.fleet.workers('workers-2', 'inbound,jobs,materials', cluster.mtlsEnv),
+        s.fleet.workers('workers-1', 'inbound,inbound-express,jobs,materials', cluster.mtlsEnv),
+        s.fleet.workers('workers-2', 'inbound,inbound-express,jobs,materials', cluster.mtlsEnv),
       ]);
       const { load } = s;
       load.start();
@@ -328,7 +328,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
         env: { ...cluster.scramEnv, ...replicated },
         startLoad: false,
       });
-      await s.fleet.workers('workers-1', 'inbound,jobs,materials', cluster.mtlsEnv);
+      await s.fleet.workers('workers-1', 'inbound,inbound-express,jobs,materials', cluster.mtlsEnv);
       const { load } = s;
       load.start();
       const warm = await load.waitForAcks(30, 0, 120_000);
@@ -375,7 +375,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
         pool,
         databaseUrl: db.url,
         brokers: cluster.scramEnv.KAFKA_BROKERS,
-        workers: { workers: 'inbound,jobs' },
+        workers: { workers: 'inbound,inbound-express,jobs' },
         env: { ...cluster.scramEnv, ...replicated },
       });
       const { load } = s;
@@ -436,7 +436,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
           env: { ...oauth, ...replicated },
           startLoad: false,
         });
-        await s.fleet.workers('workers', 'inbound,jobs', cluster.mtlsEnv);
+        await s.fleet.workers('workers', 'inbound,inbound-express,jobs', cluster.mtlsEnv);
         s.load.start();
         const acked = await s.load.waitForAcks(10, 0, 120_000);
         const report = await finishScenario(s);
@@ -464,7 +464,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
     async () => {
       const config = faultConfig(db.url, cluster.scramEnv.KAFKA_BROKERS, cluster.scramEnv);
       const wrongPassword = spawnGateway(config, { ...cluster.scramEnv, KAFKA_SASL_PASSWORD: 'not-the-password' });
-      const untrusted = spawnWorkers(config, 'inbound', {
+      const untrusted = spawnWorkers(config, 'inbound,inbound-express', {
         ...cluster.mtlsEnv,
         KAFKA_SSL_CA_FILE: '/etc/ssl/certs/ca-certificates.crt', // the system CAs: not the cluster's
       });

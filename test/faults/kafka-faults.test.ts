@@ -18,7 +18,7 @@ describe.each(['SIGKILL', 'down'] as const)('broker %s under load', (how) => {
         pool: env.pool,
         databaseUrl: env.db.url,
         brokers: env.kafka.brokers,
-        workers: { workers: 'inbound,jobs' },
+        workers: { workers: 'inbound,inbound-express,jobs' },
       });
       const { load } = s;
       const warm = await load.waitForAcks(30, 0, 120_000);

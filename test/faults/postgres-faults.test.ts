@@ -31,7 +31,7 @@ describe.each(['fast', 'immediate'] as const)('PostgreSQL stopped (%s) under loa
         pool,
         databaseUrl: postgres.url,
         brokers: inject('kafkaBrokers'),
-        workers: { workers: 'inbound,jobs' },
+        workers: { workers: 'inbound,inbound-express,jobs' },
       });
       const { load } = s;
       const warm = await load.waitForAcks(30, 0, 120_000);

@@ -30,7 +30,7 @@ describe('gateway and workers SIGKILLed under load', () => {
         pool,
         databaseUrl: db.url,
         brokers: inject('kafkaBrokers'),
-        workers: { workers: 'inbound,jobs' },
+        workers: { workers: 'inbound,inbound-express,jobs' },
       });
       const { load, fleet } = s;
       const progress: Record<string, boolean> = { warm: await load.waitForAcks(30, 0, 120_000) };

@@ -51,14 +51,14 @@ describe('inbound workers joining and leaving under load', () => {
       }
       const backlog = load.acked().reduce((n, w) => n + (w.kind === 'job' ? 0 : w.targets), 0);
 
-      await fleet.workers('inbound-1', 'inbound', inboundEnv);
+      await fleet.workers('inbound-1', 'inbound,inbound-express', inboundEnv);
       const firstApplying = await waitFor(async () => (await applied()) > 0, 120_000);
       const appliedAtJoin = await applied();
 
       load.faultStart();
       await Promise.all([
-        fleet.workers('inbound-2', 'inbound', inboundEnv),
-        fleet.workers('inbound-3', 'inbound', inboundEnv),
+        fleet.workers('inbound-2', 'inbound,inbound-express', inboundEnv),
+        fleet.workers('inbound-3', 'inbound,inbound-express', inboundEnv),
       ]);
       const appliedWhenJoined = await applied();
       // The group rebalances over all three; let it apply some more with three members.

@@ -5,7 +5,7 @@ import { deadLetterKinds } from '../../src/shared/dead-letters/kinds.js';
 import type { MessageBus } from '../../src/shared/kafka/bus.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { appointmentsWorker } from '../../src/workers/appointments/kind.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { jobsWorker } from '../../src/workers/jobs/kind.js';
 import { materialsWorker } from '../../src/workers/materials/kind.js';
 import { createScrapeQueries, type ScrapeQueries } from '../../src/workers/ops/scrape-queries.js';
@@ -23,7 +23,7 @@ import { makeTargets } from '../support/targets.js';
 // events raised once, a second delivery of a replayed message applied once, purge, the ledger of
 // actions, and the dead-letter depth the metric reports.
 const suite = useGatewaySuite({
-  workers: [inboundWorker, materialsWorker, jobsWorker, appointmentsWorker],
+  workers: [inboundWorker, inboundExpressWorker, materialsWorker, jobsWorker, appointmentsWorker],
   // Small chunks: a batch of ten targets spans several chunks (several dead letters of one job).
   env: () => ({ INBOUND_CHUNK_MAX_BYTES: '4096', AUTH_CACHE_TTL_MS: '0' }),
 });

@@ -4,7 +4,7 @@ import type { InboundMessage, MessageBus, OutboundMessage } from '../../src/shar
 import { chunkMessageType } from '../../src/shared/inbound/chunk-message.js';
 import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
 import { deadLetterTopic } from '../../src/shared/dead-letters/headers.js';
 import { insertImportJob } from '../support/fixtures.js';
@@ -31,7 +31,10 @@ afterAll(async () => {
 describe('inbound chunks read without parsing their items', () => {
   it('dead-letters a chunk whose item count is wrong; applies the others exactly', async () => {
     const topic = topicNames(suite.config.kafka).inboundTargets;
-    workers = await startWorkers(suite.config, createLogger('silent', 'chunk-count'), [inboundWorker]);
+    workers = await startWorkers(suite.config, createLogger('silent', 'chunk-count'), [
+      inboundWorker,
+      inboundExpressWorker,
+    ]);
     bus = testBus();
     const dlq: InboundMessage[] = [];
     const reader = bus.consumerGroup(uniqueName('dlq-reader'));

@@ -46,7 +46,7 @@ describe('inbound worker crash safety', () => {
 
       const killedAt: number[] = [];
       for (let kill = 0; kill < 3; kill++) {
-        const worker = spawnWorkers(suite.config, 'inbound', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
+        const worker = spawnWorkers(suite.config, 'inbound,inbound-express', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
         await worker.running();
         const start = (await progress()).applied;
         if (start === total) {
@@ -61,7 +61,7 @@ describe('inbound worker crash safety', () => {
       }
       expect(killedAt.some((applied) => applied > 0 && applied < total)).toBe(true);
 
-      const worker = spawnWorkers(suite.config, 'inbound', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
+      const worker = spawnWorkers(suite.config, 'inbound,inbound-express', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
       await worker.running();
       await eventually(
         async () => ((await progress()).completed === 10 ? true : undefined),

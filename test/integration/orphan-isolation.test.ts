@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { MessageBus } from '../../src/shared/kafka/bus.js';
 import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
 import { chunkMessage } from '../support/chunk-messages.js';
 import { bearer } from '../support/fixtures.js';
@@ -62,12 +62,20 @@ describe('orphan isolation (issue 24, finding 2)', () => {
       const config = suite.config;
       const { inboundTargets, inboundTargetsExpress } = topicNames(config.kafka);
       const topics = [inboundTargets, inboundTargetsExpress];
-      const groupId = `${config.kafka.topicPrefix}${inboundWorker.groupId}`;
+      // Each topic's group: the bulk kind's and the express kind's.
+      const groups = [inboundWorker, inboundExpressWorker].map((kind) => ({
+        groupId: `${config.kafka.topicPrefix}${kind.groupId}`,
+        topics: kind.topics(config.kafka).map((t) => t.topic),
+      }));
       const sink = new Writable({ write: (_chunk, _enc, done) => done() });
       let metricsUrl = '';
-      workers = await startWorkers(config, createLogger('warn', 'orphan-workers', sink), [inboundWorker], undefined, {
-        onListening: (url) => (metricsUrl = url),
-      });
+      workers = await startWorkers(
+        config,
+        createLogger('warn', 'orphan-workers', sink),
+        [inboundWorker, inboundExpressWorker],
+        undefined,
+        { onListening: (url) => (metricsUrl = url) },
+      );
       bus = testBus();
       const orphansSkipped = async () => {
         const res = await fetch(`${metricsUrl}/metrics`, { signal: AbortSignal.timeout(10_000) });
@@ -185,7 +193,10 @@ describe('orphan isolation (issue 24, finding 2)', () => {
       );
       expect(await orphansSkipped()).toBe(2);
       await eventually(
-        async () => ((await bus!.consumerLag(groupId, topics, 10_000)).every((l) => l.lag === 0) ? true : undefined),
+        async () => {
+          const lags = await Promise.all(groups.map((g) => bus!.consumerLag(g.groupId, g.topics, 10_000)));
+          return lags.flat().every((l) => l.lag === 0) ? true : undefined;
+        },
         60_000,
         'consumer lag 0',
       );

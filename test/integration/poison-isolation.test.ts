@@ -6,7 +6,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import type { TargetFields } from '../../src/shared/inbound/target-schema.js';
 import { chunkMessage } from '../support/chunk-messages.js';
 import { schedules } from '../../src/shared/retry.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
 import { deadLetterTopic } from '../../src/shared/dead-letters/headers.js';
 import { bearer, createDemo, insertImportJob } from '../support/fixtures.js';
@@ -84,9 +84,14 @@ describe('poison isolation (issue 12)', () => {
     async () => {
       const config = suite.config;
       const topic = topicNames(config.kafka).inboundTargets;
-      workers = await startWorkers(config, createLogger('info', 'poison-workers', sink), [inboundWorker], {
-        ...schedules.messageRetry,
-      });
+      workers = await startWorkers(
+        config,
+        createLogger('info', 'poison-workers', sink),
+        [inboundWorker, inboundExpressWorker],
+        {
+          ...schedules.messageRetry,
+        },
+      );
       bus = testBus();
       const dlq: InboundMessage[] = [];
       const reader = bus.consumerGroup(uniqueName('dlq-reader'));

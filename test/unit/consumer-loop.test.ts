@@ -49,7 +49,6 @@ async function harness(
   options: {
     schedule?: RetrySchedule;
     concurrency?: number;
-    express?: boolean;
     onDeadLetter?: (m: InboundMessage) => void | Promise<void>;
   } = {},
 ) {
@@ -82,10 +81,7 @@ async function harness(
   const kind: WorkerKind = {
     name: 'unit',
     groupId: 'unit',
-    topics: () => [
-      { topic: 'work', partitions: 1 },
-      ...(options.express ? [{ topic: 'fast', partitions: 1, lane: 'express' as const }] : []),
-    ],
+    topics: () => [{ topic: 'work', partitions: 1 }],
     async apply(m) {
       const attempt = (attempts.get(m.offset) ?? 0) + 1;
       attempts.set(m.offset, attempt);
@@ -142,18 +138,6 @@ describe('consumer loop: applying', () => {
     release();
     await until(() => h.applied.length === 5, 'all applied');
     expect(most).toBe(3);
-  });
-
-  it('keeps a slot for the express lane: an express message is applied while bulk applies fill every slot', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const h = await harness(async (m) => (m.topic === 'work' ? gate : undefined), { concurrency: 2, express: true });
-    h.deliver([0, 1, 2, 3].map((o) => message(o)));
-    h.deliver([message(0, 'x', 'fast')]);
-    await until(() => h.applied.length === 1, 'the express message');
-    expect(h.attemptsOf(0)).toBe(2); // offset 0 of both topics: bulk's (waiting) and express's
-    release();
-    await until(() => h.applied.length === 5, 'all');
   });
 
   it('lets a message wait for its edge record holding only its key; commits stop before it', async () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/shared/kafka/bus.js';
 import { tenantHeader } from '../../src/shared/messages.js';
-import { FairQueue, type Entry, type Lane } from '../../src/workers/fair-queue.js';
+import { FairQueue, type Entry } from '../../src/workers/fair-queue.js';
 
-// Which message a worker applies next: lanes, tenants, keys and commit points (the loop that runs
+// Which message a worker applies next: tenants, keys and commit points (the loop that runs
 // them is tested in consumer-loop.test.ts, the real broker's side in the integration tests).
 
 let nextOffset = 0;
@@ -21,10 +21,10 @@ const msg = (
 });
 
 /** Takes and finishes messages one at a time; returns their tenants in the order served. */
-function drain(queue: FairQueue, n: number, lanes?: Lane[]): Entry[] {
+function drain(queue: FairQueue, n: number): Entry[] {
   const served: Entry[] = [];
   for (let i = 0; i < n; i++) {
-    const e = queue.next(0, lanes);
+    const e = queue.next(0);
     if (!e) break;
     served.push(e);
     queue.done(e);
@@ -36,14 +36,8 @@ describe('fair queue', () => {
   it('serves two tenants with backlogs about equally by bytes, whoever was fetched first', () => {
     const q = new FairQueue();
     // A's 100 messages were fetched before B's 100 (a backlog in front).
-    q.add(
-      Array.from({ length: 100 }, (_, i) => msg('A', `a${i}`)),
-      'bulk',
-    );
-    q.add(
-      Array.from({ length: 100 }, (_, i) => msg('B', `b${i}`, { partition: 1 })),
-      'bulk',
-    );
+    q.add(Array.from({ length: 100 }, (_, i) => msg('A', `a${i}`)));
+    q.add(Array.from({ length: 100 }, (_, i) => msg('B', `b${i}`, { partition: 1 })));
     const first = drain(q, 40).map((e) => e.tenant);
     expect(first.filter((t) => t === 'A').length).toBe(20);
     expect(first.filter((t) => t === 'B').length).toBe(20);
@@ -51,14 +45,8 @@ describe('fair queue', () => {
 
   it('shares by bytes, not by messages: a tenant of big messages gets fewer turns', () => {
     const q = new FairQueue();
-    q.add(
-      Array.from({ length: 50 }, (_, i) => msg('big', `g${i}`, { bytes: 1000 })),
-      'bulk',
-    );
-    q.add(
-      Array.from({ length: 50 }, (_, i) => msg('small', `s${i}`, { bytes: 100, partition: 1 })),
-      'bulk',
-    );
+    q.add(Array.from({ length: 50 }, (_, i) => msg('big', `g${i}`, { bytes: 1000 })));
+    q.add(Array.from({ length: 50 }, (_, i) => msg('small', `s${i}`, { bytes: 100, partition: 1 })));
     const served = drain(q, 33);
     const bytes = (t: string) => served.filter((e) => e.tenant === t).reduce((n, e) => n + e.bytes, 0);
     expect(Math.abs(bytes('big') - bytes('small'))).toBeLessThanOrEqual(1000);
@@ -66,12 +54,9 @@ describe('fair queue', () => {
 
   it('a tenant that was idle starts level with the others (no banked credit, no starvation)', () => {
     const q = new FairQueue();
-    q.add(
-      Array.from({ length: 200 }, (_, i) => msg('A', `a${i}`)),
-      'bulk',
-    );
+    q.add(Array.from({ length: 200 }, (_, i) => msg('A', `a${i}`)));
     drain(q, 100); // A alone for a while
-    q.add([msg('B', 'b0'), msg('B', 'b1'), msg('B', 'b2')], 'bulk');
+    q.add([msg('B', 'b0'), msg('B', 'b1'), msg('B', 'b2')]);
     const next = drain(q, 6).map((e) => e.tenant);
     expect(next.filter((t) => t === 'B')).toHaveLength(3); // B is served at once…
     expect(next.filter((t) => t === 'A').length).toBeGreaterThanOrEqual(2); // …but does not shut A out
@@ -79,33 +64,15 @@ describe('fair queue', () => {
 
   it('applies a weight', () => {
     const q = new FairQueue({ weightOf: (t) => (t === 'gold' ? 3 : 1) });
-    q.add(
-      Array.from({ length: 100 }, (_, i) => msg('gold', `g${i}`)),
-      'bulk',
-    );
-    q.add(
-      Array.from({ length: 100 }, (_, i) => msg('std', `s${i}`, { partition: 1 })),
-      'bulk',
-    );
+    q.add(Array.from({ length: 100 }, (_, i) => msg('gold', `g${i}`)));
+    q.add(Array.from({ length: 100 }, (_, i) => msg('std', `s${i}`, { partition: 1 })));
     const served = drain(q, 40).map((e) => e.tenant);
     expect(served.filter((t) => t === 'gold')).toHaveLength(30);
   });
 
-  it('hands out the express lane before the bulk lane, and only it when asked', () => {
-    const q = new FairQueue();
-    q.add(
-      Array.from({ length: 10 }, (_, i) => msg('A', `a${i}`)),
-      'bulk',
-    );
-    q.add([msg('B', 'b0', { topic: 'express' })], 'express');
-    expect(q.next(0)!.tenant).toBe('B');
-    expect(q.next(0, ['express'])).toBeUndefined();
-    expect(q.next(0)!.lane).toBe('bulk');
-  });
-
   it('keeps a key in order, one at a time; a waiting message holds only its key', () => {
     const q = new FairQueue();
-    q.add([msg('A', 'k'), msg('A', 'k'), msg('A', 'other')], 'bulk');
+    q.add([msg('A', 'k'), msg('A', 'k'), msg('A', 'other')]);
     const first = q.next(0)!;
     expect(first.message.key).toBe('k');
     const second = q.next(0)!;
@@ -122,7 +89,7 @@ describe('fair queue', () => {
   it('commits up to the oldest unapplied message of each partition', () => {
     const q = new FairQueue();
     const ms = [msg('A', 'x'), msg('A', 'y'), msg('A', 'z')];
-    q.add(ms, 'bulk');
+    q.add(ms);
     expect(q.takeCommits()).toEqual([{ topic: 'work', partition: 0, offset: ms[0]!.offset }]);
     const [x, y] = [q.next(0)!, q.next(0)!];
     q.done(y);
@@ -140,15 +107,12 @@ describe('fair queue', () => {
   it('after a reset, drops what is queued; a message still running keeps its key and reports no offset', () => {
     const q = new FairQueue();
     const ms = [msg('A', 'k'), msg('A', 'k')];
-    q.add(ms, 'bulk');
+    q.add(ms);
     const running = q.next(0)!;
     q.reset();
     expect(q.size).toBe(1);
     // The group fetches the same messages again.
-    q.add(
-      ms.map((m) => ({ ...m })),
-      'bulk',
-    );
+    q.add(ms.map((m) => ({ ...m })));
     expect(q.next(0)).toBeUndefined(); // k's old copy is still running
     q.done(running);
     expect(q.takeCommits()).toEqual([{ topic: 'work', partition: 0, offset: ms[0]!.offset }]);
@@ -158,8 +122,8 @@ describe('fair queue', () => {
   it('ignores a batch fetched twice', () => {
     const q = new FairQueue();
     const ms = [msg('A', 'a'), msg('A', 'b')];
-    q.add(ms, 'bulk');
-    q.add(ms, 'bulk');
+    q.add(ms);
+    q.add(ms);
     expect(q.size).toBe(2);
   });
 });

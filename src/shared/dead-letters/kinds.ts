@@ -26,7 +26,7 @@ const table: { name: string; topic: TopicName; worker: string; record: RecordTyp
   {
     name: 'inbound-express',
     topic: 'inboundTargetsExpress',
-    worker: 'inbound',
+    worker: 'inbound-express',
     record: 'importJob',
     idField: 'importJobId',
   },

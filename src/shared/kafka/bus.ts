@@ -112,8 +112,8 @@ export function createKafkaBus({
         newConsumer: () => {
           const made = kafka.consumer({
             groupId,
-            // Small fetches: decoding one holds the worker's event loop (and so the express lane's
-            // applies), and the fair queue needs no more than a chunk or two per partition at a time.
+            // Small fetches: decoding one holds the worker's event loop (and so its other applies),
+            // and the fair queue needs no more than a chunk or two per partition at a time.
             maxBytesPerPartition: options.maxBytesPerPartition ?? 1024 * 1024,
             maxBytes: 8 * 1024 * 1024,
             sessionTimeout: options.sessionTimeoutMs ?? 30_000,

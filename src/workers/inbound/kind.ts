@@ -1,5 +1,5 @@
 import { isReplayed } from '../../shared/dead-letters/headers.js';
-import { topicSpec } from '../../shared/kafka/topics.js';
+import { topicSpec, type TopicName } from '../../shared/kafka/topics.js';
 import { applyStamp } from '../apply-stamp.js';
 import { edgeWait } from '../edge-record.js';
 import type { WorkerKind } from '../worker-kind.js';
@@ -7,16 +7,16 @@ import { applyChunk, failChunk } from './apply-chunk.js';
 import { decodeChunk, describeFailedChunk } from './decode-chunk.js';
 
 /**
- * Applies inbound target chunks into `targets` and advances their import jobs. Small imports come
- * on their own topic, the express lane (see INBOUND_EXPRESS_MAX_TARGETS and fair-queue.ts).
+ * Applies inbound target chunks into `targets` and advances their import jobs. Two kinds apply
+ * them the same way: `inbound` the bulk topic, `inbound-express` the small imports' topic (see
+ * INBOUND_EXPRESS_MAX_TARGETS). The express kind has its own consumer group, fetch, queue and
+ * apply slots (and, deployed as its own process, its own event loop and CPU share), so a small
+ * import never waits behind a bulk backlog's fetches or applies.
  */
-export const inboundWorker: WorkerKind = {
-  name: 'inbound',
-  groupId: 'inbound',
-  topics: (kafka) => [
-    topicSpec(kafka, 'inboundTargets'),
-    { ...topicSpec(kafka, 'inboundTargetsExpress'), lane: 'express' },
-  ],
+const chunkKind = (name: string, topic: TopicName): WorkerKind => ({
+  name,
+  groupId: name,
+  topics: (kafka) => [topicSpec(kafka, topic)],
   async apply(message, deps) {
     const chunk = decodeChunk(message);
     const { importJobId, chunkIndex } = chunk.header.payload;
@@ -27,11 +27,14 @@ export const inboundWorker: WorkerKind = {
     const outcome = await applyChunk(deps.pool, chunk, wait, stamp, undefined, revive);
     deps.metrics?.inboundChunk(outcome);
     if (outcome === 'duplicate' || outcome === 'orphan')
-      deps.logger.debug({ worker: 'inbound', importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
+      deps.logger.debug({ worker: name, importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
   },
   async onDeadLetter(message, error, deps) {
     const chunk = describeFailedChunk(message);
     if (!chunk) return; // undecodable: no job to mark; the dead-letter topic keeps it
     await failChunk(deps.pool, chunk, error.message, applyStamp(message, chunk.header.producedAt, deps));
   },
-};
+});
+
+export const inboundWorker = chunkKind('inbound', 'inboundTargets');
+export const inboundExpressWorker = chunkKind('inbound-express', 'inboundTargetsExpress');

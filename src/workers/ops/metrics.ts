@@ -72,7 +72,7 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
   // Every series from the start, so rate() and alerts see a 0 before the first event.
   for (const kind of hosted.consumers) for (const outcome of messageOutcomes) messages.inc({ kind, outcome }, 0);
   if (hosted.webhooks) for (const outcome of webhookOutcomes) webhookDeliveries.inc({ outcome }, 0);
-  if (hosted.consumers.includes('inbound'))
+  if (hosted.consumers.some((kind) => kind === 'inbound' || kind === 'inbound-express'))
     for (const outcome of inboundChunkOutcomes) inboundChunks.inc({ outcome }, 0);
 
   // The registry collects every metric at once. A reading is tracked until its gauge and error
