@@ -160,7 +160,7 @@ const inbound = section('inbound targets: batches, chunks, import jobs', {
     'inbound requests (single and batch together) one gateway works on at once; more answer 503 `service_busy` + Retry-After (backpressure)',
   ),
   expressMaxTargets: env('INBOUND_EXPRESS_MAX_TARGETS', int(100, 0, 1_000_000)).describe(
-    'imports of at most this many accepted targets (in one chunk) take the express lane (`<prefix>inbound.targets.express`), which workers never queue behind a bulk backlog; 0: every import takes the bulk lane',
+    'imports of at most this many accepted targets (in one chunk) take the express lane (`<prefix>inbound.targets.express`), applied by the `inbound-express` worker kind (its own consumer group and apply slots; deploy it as its own process) so they never wait behind a bulk backlog; 0: every import takes the bulk lane',
   ),
   // On 2 cores a second thread took A from 125-131k to 134-150k targets/s, p99 from 151-191 to 47-68 ms.
   parseThreads: env(
@@ -260,10 +260,13 @@ const workers = section('worker processes', {
     '(all kinds)',
   ).describe('worker kinds one runner process hosts, comma-separated'),
   applyConcurrency: env('WORKER_APPLY_CONCURRENCY', int(2, 1, 64)).describe(
-    'messages one worker process applies at once per kind (messages of one key stay in order), plus one slot only the express lane may use',
+    'messages one worker process applies at once per kind (messages of one key stay in order)',
   ),
   bufferBytes: env('WORKER_BUFFER_BYTES', int(64 * MiB, MiB, 4096 * MiB)).describe(
     'fetched, unapplied message bytes one worker process holds per kind; a partition over its share is paused until applies catch up',
+  ),
+  pgFlushAfterKb: env('WORKER_PG_FLUSH_AFTER_KB', int(256, 0, 2048)).describe(
+    "PostgreSQL's `backend_flush_after` on a worker's connections, in kB: a bulk apply hands the data pages it writes out to the disk as it goes, instead of leaving them in the OS cache until a checkpoint's fsync writes them all at once and stalls every other commit (the gateway's, small imports'); 0: not sent (the server's setting applies, e.g. behind a pooler that refuses startup options)",
   ),
   orphanGraceMs: env('ORPHAN_GRACE_MS', int(30_000, 0, 3_600_000)).describe(
     'how long a worker waits for the edge record a message names before skipping it as an orphan (the message holds only its own key meanwhile); must exceed `KAFKA_PRODUCE_TIMEOUT_MS`',

@@ -1,6 +1,6 @@
 import { utimes, writeFile } from 'node:fs/promises';
 import type { Config } from '../shared/config.js';
-import { createPool } from '../shared/db/pool.js';
+import { createPool, type Pool } from '../shared/db/pool.js';
 import { isBrokerUnreachable } from '../shared/kafka/availability.js';
 import { createKafkaBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
@@ -35,6 +35,19 @@ function untilBrokerAnswers<T>(logger: Logger, worker: string, start: () => Prom
 }
 
 /**
+ * A worker process's connections. WORKER_PG_FLUSH_AFTER_KB: bulk applies write data pages faster
+ * than the OS writes them back; left to a checkpoint's fsync, they stalled every other commit for
+ * up to 0.6 s (docs/benchmarks.md, "Fair workers").
+ */
+export function createWorkerPool(config: Config, logger: Logger): Pool {
+  const flushAfterKb = config.workers.pgFlushAfterKb;
+  return createPool(config.database.url, config.database.poolMax, 'connect-workers', {
+    onConnectionError: (err) => logger.warn({ err }, 'postgres connection failed'),
+    ...(flushAfterKb > 0 ? { settings: { backend_flush_after: `${flushAfterKb}kB` } } : {}),
+  });
+}
+
+/**
  * The workers' composition root: one pool and bus per process, one consumer group per kind. With
  * `serve`, the process also serves /metrics, /livez and /readyz (WORKER_HTTP_HOST/PORT), from
  * before it waits for Kafka until it has stopped.
@@ -46,9 +59,7 @@ export async function startWorkers(
   retrySchedule?: RetrySchedule,
   serve?: { onListening(url: string): void },
 ): Promise<RunningWorkers> {
-  const pool = createPool(config.database.url, config.database.poolMax, 'connect-workers', {
-    onConnectionError: (err) => logger.warn({ err }, 'postgres connection failed'),
-  });
+  const pool = createWorkerPool(config, logger);
   const bus = createKafkaBus({ ...config.kafka, clientId: `${config.kafka.clientId}-workers`, logger });
   const consumerKinds = kinds.filter((kind): kind is WorkerKind => !isPolling(kind));
   const groupIdOf = (kind: WorkerKind) => `${config.kafka.topicPrefix}${kind.groupId}`;

@@ -14,6 +14,8 @@ export type PoolOptions = {
   connectionTimeoutMs?: number;
   /** PostgreSQL's statement_timeout on every connection (the server stops longer statements). */
   statementTimeoutMs?: number;
+  /** Other PostgreSQL settings of every connection, sent at connect (startup `options`). */
+  settings?: Record<string, string>;
 };
 
 /**
@@ -37,11 +39,18 @@ export function createPool(databaseUrl: string, max: number, applicationName: st
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
     idleTimeoutMillis: 30_000,
     ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    ...(options.settings ? { options: startupOptions(options.settings) } : {}),
   });
   pool.on('error', report); // an idle client's connection failed
   pool.on('connect', (client) => client.on('error', report)); // a checked-out client's did
   return pool;
 }
+
+/** `-c name=value` for each setting (values are ours: names and numbers, no spaces to escape). */
+const startupOptions = (settings: Record<string, string>) =>
+  Object.entries(settings)
+    .map(([name, value]) => `-c ${name}=${value}`)
+    .join(' ');
 
 /** Runs fn in one transaction on one connection: commit on success, rollback on any error. */
 export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
