@@ -3,7 +3,7 @@ import { inject, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/shared/config.js';
 import { createKafkaBus, TopicsNotReadyError, type TopicSpec } from '../../src/shared/kafka/bus.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { inboundWorker } from '../../src/workers/inbound/kind.js';
+import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { topicsWithDeadLetters } from '../../src/workers/worker-kind.js';
 import { uniqueName } from '../support/kafka.js';
 
@@ -48,8 +48,7 @@ describe('topics the service creates', () => {
   it('keep acknowledged work whatever its size: retention.bytes -1 on each topic and its dead-letter topic', async () => {
     const prefix = `${uniqueName('retention')}.`;
     const config = loadConfig({ KAFKA_TOPIC_PREFIX: prefix });
-    const kind = inboundWorker;
-    const specs = topicsWithDeadLetters(kind, config.kafka);
+    const specs = [inboundWorker, inboundExpressWorker].flatMap((kind) => topicsWithDeadLetters(kind, config.kafka));
     const bus = createKafkaBus({ brokers: brokers(), clientId: prefix, logger });
     const kafka = new Kafka({ brokers: brokers(), logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
@@ -64,7 +63,7 @@ describe('topics the service creates', () => {
           configNames: ['retention.bytes'],
         })),
       });
-      expect(resources).toHaveLength(4); // both lanes and their .dlq topics
+      expect(resources).toHaveLength(4); // both inbound kinds' topics and their .dlq topics
       for (const r of resources) expect(r.configEntries[0]!.configValue, r.resourceName).toBe('-1');
     } finally {
       await admin.disconnect();
