@@ -15,6 +15,7 @@ import { eventually, testBus } from '../support/kafka.js';
 import { materialsPath } from '../support/materials.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
+import { scaled } from '../support/time-scale.js';
 
 // Issue 27: dead letters through the admin CLI. Real poison: a CHECK constraint added to the
 // test database refuses some records (SQLSTATE 23514, permanent: dead-lettered at once); the
@@ -114,7 +115,9 @@ const untilListed = (args: string[], count: number) =>
   );
 const apiKey = () => suite.demo.clients.all!.apiKey;
 
-describe('dead letters (issue 27)', () => {
+// Each test's waits are up to 60 s each: the test's own limit is longer than any one of them, so
+// a wait that runs out names itself instead of the test timing out silently.
+describe('dead letters (issue 27)', { timeout: scaled(240_000) }, () => {
   it('inbound: list, filter, show, dry run, replay one then the rest; counters exact, one event, a second delivery changes nothing', async () => {
     await suite.pool.query(
       `ALTER TABLE targets ADD CONSTRAINT dlq_test_targets CHECK (name NOT LIKE 'POISON%') NOT VALID`,

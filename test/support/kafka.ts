@@ -27,11 +27,18 @@ export async function eventually<T>(
   /** What is waited for, in the error (a function: said as it is when the wait gives up). */
   what: string | (() => string) = 'condition',
 ): Promise<T> {
-  const deadline = Date.now() + scaled(timeoutMs);
+  const started = Date.now();
+  const deadline = started + scaled(timeoutMs);
+  const said = () => (typeof what === 'function' ? what() : what);
   for (;;) {
     const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
+    if (value !== undefined) {
+      // A wait that nearly ran out says so: a later flaky timeout then has a trail in the log.
+      const took = Date.now() - started;
+      if (took > scaled(timeoutMs) / 4) console.warn(`slow wait: ${said()} took ${took} ms`);
+      return value;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${said()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
