@@ -11,6 +11,7 @@ import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool, inTransaction } from '../src/shared/db/pool.js';
 import { createTenantPool, type TenantTx } from '../src/shared/db/tenant-scope.js';
 import { findStatus } from '../src/gateway/appointments/store.js';
+import { targetExists } from '../src/gateway/jobs/store.js';
 import { findImportJob } from '../src/gateway/import-jobs/store.js';
 import { insertImportJob, type NewImportJob } from '../src/gateway/inbound/store.js';
 import { listBalances } from '../src/gateway/inventory/store.js';
@@ -72,6 +73,11 @@ try {
      SELECT $1, s, 'Submitted', 'system', now() FROM generate_series(1, 5) s`,
     [appointmentId],
   );
+  await pool.query(
+    `INSERT INTO targets (tenant_id, source_system, external_id, name, last_import_job_id, last_item_index)
+     VALUES ($1, 'bench', 'T-1', 'bench target', $2, 0)`,
+    [tenantId, importJobId],
+  );
   const job: NewImportJob = {
     tenantId,
     clientId,
@@ -118,6 +124,17 @@ try {
       scoped: () => tenantPool.run(tenantId, (tx) => listBalances(tx, tenantId)),
     },
     {
+      // The scope reads targets through the view tenant_targets (migrations/0019); before, the table.
+      name: 'read: target exists (job creation, tenant_targets view)',
+      unscoped: () =>
+        pool.query('SELECT 1 FROM targets WHERE tenant_id = $1 AND source_system = $2 AND external_id = $3', [
+          tenantId,
+          'bench',
+          'T-1',
+        ]),
+      scoped: () => tenantPool.run(tenantId, (tx) => targetExists(tx, tenantId, 'bench', 'T-1')),
+    },
+    {
       name: 'write: single-target import job (edge tx, no Kafka)',
       unscoped: () => inTransaction(pool, (tx) => insertImportJob(tx as TenantTx, job)),
       scoped: () => tenantPool.transaction(tenantId, (tx) => insertImportJob(tx, job)),
@@ -125,6 +142,8 @@ try {
   ];
 
   for (const path of paths) await Promise.all([path.unscoped(), path.scoped()]); // warm-up
+  if (!(await tenantPool.run(tenantId, (tx) => targetExists(tx, tenantId, 'bench', 'T-1'))))
+    throw new Error('the scoped target read found nothing: the bench would time an empty read');
   console.log(`${rounds} alternated rounds of ${count} operations, ${concurrency} concurrent; median ops/s`);
   for (const path of paths) {
     const unscoped: number[] = [];

@@ -40,7 +40,8 @@ const tenantOf = (table: string) => tenantOfRow[table] ?? 't.tenant_id';
 /**
  * Tables with a tenant_id and no policy: integration_clients (authentication reads it before it
  * knows the tenant; no grant to the scope), targets (the inbound worker COPYs into it, which
- * PostgreSQL refuses on a table with row security; the scope may only read it).
+ * PostgreSQL refuses on a table with row security; the scope reads it only through the view
+ * tenant_targets, migrations/0019).
  */
 const unscopedTenantTables = ['integration_clients', 'targets'];
 
@@ -197,7 +198,8 @@ describe('tenant scope (row-level security)', () => {
     const { rows } = await pool.query<{ table_name: string; rls: boolean }>(
       `SELECT c.table_name, k.relrowsecurity AS rls
          FROM information_schema.columns c JOIN pg_class k ON k.oid = c.table_name::regclass
-        WHERE c.table_schema = 'public' AND c.column_name = 'tenant_id' ORDER BY c.table_name`,
+        WHERE c.table_schema = 'public' AND c.column_name = 'tenant_id' AND k.relkind = 'r' -- views: their own test
+        ORDER BY c.table_name`,
     );
     const withTenantColumn = rows.map((r) => r.table_name).filter((t) => !unscopedTenantTables.includes(t));
     expect(rows.filter((r) => r.rls).map((r) => r.table_name)).toEqual(withTenantColumn);
@@ -257,6 +259,24 @@ describe('tenant scope (row-level security)', () => {
     expect(await write(`UPDATE job_types SET tenant_id = '${tenantB}'`)).toEqual({ code: '42501' });
     const { rows } = await pool.query(`SELECT name FROM job_types WHERE tenant_id = $1`, [tenantB]);
     expect(rows).toEqual([{ name: 'T' }]);
+  });
+
+  it("targets: the scope reads only its tenant's rows, through tenant_targets, and never the table", async () => {
+    const all = await pool.query('SELECT tenant_id FROM targets');
+    expect(all.rows.map((r) => r.tenant_id).sort()).toEqual([tenantA, tenantB].sort());
+    const seen = await scoped.run(tenantA, (tx) => tx.query('SELECT tenant_id FROM tenant_targets'));
+    expect(seen.rows.map((r) => r.tenant_id)).toEqual([tenantA]);
+    // B's row is not there even when asked for by name.
+    const asked = await scoped.run(tenantA, (tx) =>
+      tx.query('SELECT tenant_id FROM tenant_targets WHERE tenant_id = $1', [tenantB]),
+    );
+    expect(asked.rows).toEqual([]);
+    expect(await unscopedOnScopedRole('SELECT * FROM tenant_targets')).toEqual({ rows: [] });
+    for (const sql of ['SELECT * FROM targets', `DELETE FROM targets WHERE tenant_id = '${tenantB}'`]) {
+      const denied = await scoped.run(tenantA, (tx) => tx.query(sql)).catch((err: { code?: string }) => err.code);
+      expect(denied, sql).toBe('42501'); // permission denied
+    }
+    expect((await pool.query('SELECT count(*)::int AS n FROM targets')).rows[0].n).toBe(2);
   });
 
   it('the scope has no access to what authentication reads across tenants', async () => {

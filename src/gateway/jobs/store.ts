@@ -52,7 +52,7 @@ export async function jobTypeExists(tx: TenantTx, tenantId: string, code: string
 
 export async function targetExists(tx: TenantTx, tenantId: string, sourceSystem: string, externalId: string) {
   const { rowCount } = await tx.query(
-    'SELECT 1 FROM targets WHERE tenant_id = $1 AND source_system = $2 AND external_id = $3',
+    'SELECT 1 FROM tenant_targets WHERE tenant_id = $1 AND source_system = $2 AND external_id = $3',
     [tenantId, sourceSystem, externalId],
   );
   return rowCount === 1;

@@ -22,7 +22,7 @@ export async function jobTargetCounts(
 ): Promise<{ targets: number; maxWindows: number }> {
   const { rows } = await tx.query(
     `SELECT count(*)::int AS targets, coalesce(max(jsonb_array_length(time_windows)), 0) AS max_windows
-       FROM (SELECT time_windows FROM targets WHERE ${jobTargetsWhere} LIMIT $3) t`,
+       FROM (SELECT time_windows FROM tenant_targets WHERE ${jobTargetsWhere} LIMIT $3) t`,
     [tenantId, importJobId, upTo],
   );
   return { targets: rows[0].targets, maxWindows: rows[0].max_windows };
@@ -36,7 +36,7 @@ export async function jobTargetsJson(tx: TenantTx, tenantId: string, importJobId
               'externalId', external_id, 'lat', latitude, 'lon', longitude, 'timeWindows', time_windows,
               'serviceMinutes', service_duration_minutes, 'priority', priority)
             ORDER BY last_item_index, external_id), '[]')::text AS targets
-       FROM targets WHERE ${jobTargetsWhere}`,
+       FROM tenant_targets WHERE ${jobTargetsWhere}`,
     [tenantId, importJobId],
   );
   return rows[0].targets;
