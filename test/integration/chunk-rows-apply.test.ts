@@ -320,7 +320,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
           (
             await pool.query(
               `SELECT 1 FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'COPY targets %'`,
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%COPY targets %'`,
             )
           ).rowCount! > 0 || undefined,
         30_000,

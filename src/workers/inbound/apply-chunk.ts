@@ -1,6 +1,3 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { from as copyFrom } from 'pg-copy-streams';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
@@ -9,6 +6,7 @@ import type { InboundChunkOutcome } from '../worker-metrics.js';
 import { stampValues, type ApplyStamp } from '../apply-stamp.js';
 import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
 import { CopyFirstPolicy } from './copy-first.js';
+import { copyIn } from './copy-in.js';
 import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
 import { withOwnerColumns } from './owner-columns.js';
 import {
@@ -107,11 +105,9 @@ async function copyNewTargetsIn(
 ): Promise<boolean> {
   const { tenantId, payload } = chunk.header;
   const rows = withOwnerColumns(chunk.rows, tenantId, payload.sourceSystem, payload.importJobId);
-  await tx.query('SAVEPOINT copy_new_targets'); // released by COMMIT
   try {
-    const copy = tx.query(copyFrom(copyNewTargets));
-    await pipeline(Readable.from([rows]), copy);
-    checkItemCount(chunk, copy.rowCount);
+    // The savepoint (released by COMMIT) goes out with the COPY: one round trip for both.
+    checkItemCount(chunk, await copyIn(tx, `SAVEPOINT copy_new_targets; ${copyNewTargets}`, rows));
     return true;
   } catch (err) {
     if (!notAllNew.has((err as { code?: unknown } | null)?.code as string)) throw err;
@@ -121,13 +117,10 @@ async function copyNewTargetsIn(
   }
 }
 
-/** COPYs a chunk's rows into this session's staging table; returns how many rows it read. */
-async function stageRows(tx: PoolClient, rows: Buffer): Promise<number> {
-  await tx.query(createStagingTable);
-  const copy = tx.query(copyFrom(copyRows));
-  await pipeline(Readable.from([rows]), copy);
-  return copy.rowCount;
-}
+/** COPYs a chunk's rows into this session's staging table (made first if missing, in the same
+ *  round trip); returns how many rows it read. */
+const stageRows = (tx: PoolClient, rows: Buffer): Promise<number> =>
+  copyIn(tx, `${createStagingTable}; ${copyRows}`, rows);
 
 /** How the item error of a failed chunk begins (a revived chunk's is found by it). */
 const failedChunkError = ({ itemCount, firstIndex, lastIndex }: FailedChunk) =>
