@@ -1,3 +1,6 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { from as copyFrom } from 'pg-copy-streams';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
@@ -6,7 +9,6 @@ import type { InboundChunkOutcome } from '../worker-metrics.js';
 import { stampValues, type ApplyStamp } from '../apply-stamp.js';
 import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
 import { CopyFirstPolicy } from './copy-first.js';
-import { copyIn } from './copy-in.js';
 import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
 import { withOwnerColumns } from './owner-columns.js';
 import {
@@ -106,8 +108,10 @@ async function copyNewTargetsIn(
   const { tenantId, payload } = chunk.header;
   const rows = withOwnerColumns(chunk.rows, tenantId, payload.sourceSystem, payload.importJobId);
   try {
-    // The savepoint (released by COMMIT) goes out with the COPY: one round trip for both.
-    checkItemCount(chunk, await copyIn(tx, `SAVEPOINT copy_new_targets; ${copyNewTargets}`, rows));
+    // The savepoint (released by COMMIT) goes in the COPY's own Query message: no round trip of its own.
+    const copy = tx.query(copyFrom(`SAVEPOINT copy_new_targets; ${copyNewTargets}`));
+    await pipeline(Readable.from([rows]), copy);
+    checkItemCount(chunk, copy.rowCount);
     return true;
   } catch (err) {
     if (!notAllNew.has((err as { code?: unknown } | null)?.code as string)) throw err;
@@ -117,10 +121,13 @@ async function copyNewTargetsIn(
   }
 }
 
-/** COPYs a chunk's rows into this session's staging table (made first if missing, in the same
- *  round trip); returns how many rows it read. */
-const stageRows = (tx: PoolClient, rows: Buffer): Promise<number> =>
-  copyIn(tx, `${createStagingTable}; ${copyRows}`, rows);
+/** COPYs a chunk's rows into this session's staging table, made first if missing (in the same
+ *  Query message as the COPY); returns how many rows it read. */
+async function stageRows(tx: PoolClient, rows: Buffer): Promise<number> {
+  const copy = tx.query(copyFrom(`${createStagingTable}; ${copyRows}`));
+  await pipeline(Readable.from([rows]), copy);
+  return copy.rowCount;
+}
 
 /** How the item error of a failed chunk begins (a revived chunk's is found by it). */
 const failedChunkError = ({ itemCount, firstIndex, lastIndex }: FailedChunk) =>
