@@ -195,7 +195,16 @@ describe('dead letters (issue 27)', { timeout: scaled(240_000) }, () => {
     expect(dry).toMatchObject({ dryRun: true, count: chunks.length, actions: [] });
     expect(await job(id)).toEqual(failed);
 
-    // The cause is fixed; one dead letter first.
+    // The cause is fixed; one dead letter first. Its items are read before the replay: once the
+    // worker has revived the chunk its ledger row counts none failed (a loaded machine's worker
+    // could win that race, and the wait below then looked for the wrong count).
+    const oneChunkItems = (
+      await suite.pool.query(
+        `SELECT failed_count FROM import_job_chunks WHERE import_job_id = $1 AND chunk_index = $2`,
+        [id, first.record.chunkIndex],
+      )
+    ).rows[0].failed_count as number;
+    expect(oneChunkItems).toBeGreaterThan(0);
     await suite.pool.query(`ALTER TABLE targets DROP CONSTRAINT dlq_test_targets`);
     const one = await cli(
       'dead-letters',
@@ -209,29 +218,11 @@ describe('dead letters (issue 27)', { timeout: scaled(240_000) }, () => {
       'grant fixed',
     );
     expect(one).toMatchObject({ dryRun: false, count: 1, byKind: { inbound: 1 } });
-    const oneChunkItems = (
-      await suite.pool.query(
-        `SELECT failed_count FROM import_job_chunks WHERE import_job_id = $1 AND chunk_index = $2`,
-        [id, first.record.chunkIndex],
-      )
-    ).rows[0].failed_count as number;
-    // Failed twice in full CI runs (never alone): the replay was consumed and committed, no new
-    // dead letter, the job unchanged. Say what the ledger and the job held then.
     const afterOne = await eventually(
       async () => ((await job(id)).applied === failed.applied + oneChunkItems ? job(id) : undefined),
       60_000,
       'first replay applied',
-    ).catch(async (err: Error) => {
-      const { rows } = await suite.pool.query(
-        `SELECT chunk_index, applied_count, failed_count, duplicate_deliveries, how FROM import_job_chunks
-          WHERE import_job_id = $1 ORDER BY chunk_index`,
-        [id],
-      );
-      throw new Error(
-        `${err.message}; replayed ${first.id} (chunk ${first.record.chunkIndex}, ${oneChunkItems} items); ` +
-          `job ${JSON.stringify(await job(id))}; ledger ${JSON.stringify(rows)}`,
-      );
-    });
+    );
     expect(afterOne).toMatchObject({ status: 'CompletedWithErrors', failed: failed.failed - oneChunkItems });
     expect(await events('import_job.completed', 'importJobId', String(id))).toBe(0);
 
