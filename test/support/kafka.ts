@@ -33,7 +33,7 @@ export async function eventually<T>(
   for (;;) {
     const value = await check();
     if (value !== undefined) {
-      // A wait that nearly ran out says so: a later flaky timeout then has a trail in the log.
+      // A wait that took over a quarter of its time says so: a later flaky timeout has a trail.
       const took = Date.now() - started;
       if (took > scaled(timeoutMs) / 4) console.warn(`slow wait: ${said()} took ${took} ms`);
       return value;
