@@ -116,7 +116,12 @@ describe('a write that finds every edge connection held', () => {
       // A held write answered before it waits would make the wait below hopeless: say so at once,
       // and on a timeout say what the edge connections were doing (this failed twice, unexplained).
       const answered: string[] = [];
-      for (const p of held) void p.then((res) => answered.push(`${res.status} ${res.text.slice(0, 300)}`));
+      for (const p of held)
+        void p.then(async (res) =>
+          answered.push(
+            `${res.status} ${res.text.slice(0, 300)} (broker threads not stopped: ${(await kafka.unstoppedThreads()).join(' ') || 'none'})`,
+          ),
+        );
       const edgeStates = async () =>
         JSON.stringify(
           (

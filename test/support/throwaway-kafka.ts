@@ -1,19 +1,30 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+/** The state letter of /proc/<pid>[/task/<tid>]/stat (R, S, D, T, Z, ...), or null when gone. */
+async function stateOf(statPath: string): Promise<string | null> {
+  const stat = await readFile(statPath, 'utf8').catch(() => null);
+  return stat === null ? null : stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+}
+
 /** Alive and not a zombie (a SIGKILLed broker may stay unreaped for a while). */
 async function alive(pid: number): Promise<boolean> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
+  const state = await stateOf(`/proc/${pid}/stat`);
+  return state !== null && state !== 'Z';
+}
+
+/** The threads of pid that are not stopped (kill() returns before a signal's stop takes effect). */
+async function runningThreads(pid: number): Promise<string[]> {
+  const tids = await readdir(`/proc/${pid}/task`).catch(() => []);
+  const states = await Promise.all(tids.map(async (tid) => [tid, await stateOf(`/proc/${pid}/task/${tid}/stat`)]));
+  return states
+    .filter(([, state]) => state !== null && state !== 'T' && state !== 't')
+    .map(([tid, s]) => `${tid}:${s}`);
 }
 
 /**
@@ -71,11 +82,25 @@ export async function startThrowawayKafka(extraConfig = '') {
         await new Promise((r) => setTimeout(r, 100));
       }
     },
-    /** SIGSTOP of the broker's JVM: connections stay open and nothing answers (a stalled broker). */
+    /**
+     * SIGSTOP of the broker's JVM: connections stay open and nothing answers (a stalled broker).
+     * Resolves once every thread of it is stopped, not when the signal is sent.
+     */
     async pause() {
       const pid = await brokerPid();
       if (pid === null) throw new Error(`no broker of ours runs on port ${port} (pid file ${pidFile})`);
       process.kill(pid, 'SIGSTOP');
+      const deadline = Date.now() + 30_000;
+      for (let running = await runningThreads(pid); running.length > 0; running = await runningThreads(pid)) {
+        if (Date.now() > deadline)
+          throw new Error(`broker pid ${pid}: threads not stopped 30 s after SIGSTOP: ${running.join(' ')}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    /** Threads of the broker's JVM that are not stopped (after pause(): none), for a failure's message. */
+    async unstoppedThreads() {
+      const pid = await brokerPid();
+      return pid === null ? ['no broker'] : runningThreads(pid);
     },
     /** SIGCONT after pause(). */
     async resume() {
