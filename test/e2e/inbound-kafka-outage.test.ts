@@ -114,7 +114,8 @@ describe('a write that finds every edge connection held', () => {
       await kafka.pause();
       const held = [push(), push()];
       // A held write answered before it waits would make the wait below hopeless: say so at once,
-      // and on a timeout say what the edge connections were doing (this failed twice, unexplained).
+      // and on a timeout say what the edge connections were doing (this failed three times, unexplained,
+      // before pause() waited for the JVM's threads to stop; a failure now names any still running).
       const answered: string[] = [];
       for (const p of held)
         void p.then(async (res) =>
