@@ -1,6 +1,11 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createConsumerGroup, type ConsumerGroupOptions, type Feed } from '../../src/shared/kafka/consumer-group.js';
+import {
+  createConsumerGroup,
+  stopDisconnectMs,
+  type ConsumerGroupOptions,
+  type Feed,
+} from '../../src/shared/kafka/consumer-group.js';
 import { createLogger } from '../../src/shared/logger.js';
 
 // The restart and stall policy alone, over a fake kafkajs consumer (the real broker's side is in
@@ -34,8 +39,9 @@ class FakeConsumer {
   emit(name: string, payload: unknown = {}) {
     for (const listener of this.listeners.get(name) ?? []) listener({ type: name, payload });
   }
-  crash(error: Error, restart: boolean) {
-    this.emit(events.CRASH, { error, groupId: 'g', restart });
+  /** As kafkajs reports a crash: told never to restart a consumer itself (bus.ts), restart is false. */
+  crash(error: Error) {
+    this.emit(events.CRASH, { error, groupId: 'g', restart: false });
   }
   async connect() {
     this.calls.push('connect');
@@ -119,7 +125,7 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
   it('starts a fresh consumer after a crash kafkajs does not restart while the broker is away', async () => {
     const { group, made, discarded, crashes } = harness();
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     await vi.advanceTimersByTimeAsync(1000);
 
     expect(made).toHaveLength(2);
@@ -136,7 +142,7 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
       if (n === 1 || n === 2) consumer.connecting = Promise.reject(brokerAway());
     });
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     await vi.advanceTimersByTimeAsync(60_000);
 
     expect(made).toHaveLength(4);
@@ -148,33 +154,33 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
     expect(crashes).toEqual([]);
   });
 
-  it('hands any other crash kafkajs does not restart to the listener, and starts nothing', async () => {
+  it('hands any other crash (the broker refused, not away) to the listener, and starts nothing', async () => {
     const { group, made, crashes } = harness();
     await group.run(['t'], noFeed);
     const error = refused();
-    made[0]!.crash(error, false);
+    made[0]!.crash(error);
     await vi.advanceTimersByTimeAsync(60_000);
 
     expect(crashes).toEqual([error]);
     expect(made).toHaveLength(1);
   });
 
-  it('takes over a crash kafkajs would restart after its own delay: a fresh consumer at once', async () => {
+  it('starts a fresh consumer after a retriable crash (as kafkajs reports a lost leader or coordinator)', async () => {
     const { group, made, crashes } = harness();
     await group.run(['t'], noFeed);
-    made[0]!.crash(Object.assign(new Error('Broker 1 not found in the cached metadata'), { retriable: true }), true);
+    made[0]!.crash(Object.assign(new Error('Broker 1 not found in the cached metadata'), { retriable: true }));
     await vi.advanceTimersByTimeAsync(600);
 
     expect(crashes).toEqual([]);
     expect(made).toHaveLength(2);
-    expect(made[0]!.calls).toContain('disconnect'); // cancels kafkajs's own restart
+    expect(made[0]!.calls).toContain('disconnect');
     expect(made[1]!.calls).toEqual(['connect', 'subscribe', 'run']);
   });
 
   it('starts nothing once stopped while a restart is pending', async () => {
     const { group, made } = harness();
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     await group.stop();
     await vi.advanceTimersByTimeAsync(120_000);
 
@@ -187,7 +193,7 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
       if (n === 1) consumer.connecting = connected.promise;
     });
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     await vi.advanceTimersByTimeAsync(1000);
     expect(made).toHaveLength(2);
 
@@ -206,11 +212,11 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
       const run = consumer.run.bind(consumer);
       consumer.run = async (config) => {
         await run(config);
-        consumer.crash(brokerAway(), true); // kafkajs's run() crashes, then returns
+        consumer.crash(brokerAway()); // kafkajs's run() crashes, then returns
       };
     });
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     await vi.advanceTimersByTimeAsync(60_000);
 
     expect(made).toHaveLength(3);
@@ -224,11 +230,11 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
       if (n === 1 || n === 2) consumer.connecting = Promise.reject(brokerAway());
     });
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     await vi.advanceTimersByTimeAsync(60_000);
     expect(made).toHaveLength(4);
 
-    made[3]!.crash(brokerAway(), false);
+    made[3]!.crash(brokerAway());
     await vi.advanceTimersByTimeAsync(600); // the first wait of the schedule, not the fourth
     expect(made).toHaveLength(5);
   });
@@ -236,9 +242,9 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
   it('still hands a crash of a given-up consumer to the listener while its restart is due', async () => {
     const { group, made, crashes } = harness();
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     const error = refused();
-    made[0]!.crash(error, false);
+    made[0]!.crash(error);
 
     expect(crashes).toEqual([error]);
   });
@@ -249,7 +255,7 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
       if (n === 0) consumer.disconnecting = disconnected.promise;
     });
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     await vi.advanceTimersByTimeAsync(1000);
     const stopped = group.stop();
     disconnected.resolve();
@@ -257,6 +263,30 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
     await vi.advanceTimersByTimeAsync(120_000);
 
     expect(made).toHaveLength(1);
+  });
+
+  // Seen in clean-start (CI, 2026-11-27): SIGTERM while kafkajs was restarting a consumer on a
+  // fresh broker ("the coordinator is loading"); its disconnect never returned and the runner's
+  // shutdown timed out.
+  it('stops within stopDisconnectMs even when its consumer never finishes disconnecting', async () => {
+    const { group, made, discarded } = harness({ sessionTimeoutMs: 30_000 }, (consumer) => {
+      consumer.disconnecting = new Promise(() => undefined);
+    });
+    await group.run(['t'], noFeed);
+    made[0]!.crash(
+      Object.assign(new Error('The coordinator is loading and hence cannot process requests for this group'), {
+        retriable: true,
+      }),
+    );
+    let stopped = false;
+    void group.stop().then(() => (stopped = true));
+    await vi.advanceTimersByTimeAsync(stopDisconnectMs - 1);
+    expect(stopped).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(stopped).toBe(true);
+    expect(discarded).toEqual([made[0]]);
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(made).toHaveLength(1); // and no fresh consumer after the stop
   });
 
   it('does not keep a consumer that could not start (the caller retries with another)', async () => {
@@ -314,7 +344,7 @@ describe('consumer group: stall watchdog', () => {
       if (n === 1) consumer.connecting = new Promise(() => undefined);
     });
     await group.run(['t'], noFeed);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     await vi.advanceTimersByTimeAsync(10 * stallTimeoutMs);
 
     expect(made).toHaveLength(2);
@@ -370,7 +400,7 @@ describe('consumer group: fetching never waits for applies', () => {
     expect(resets).toBe(1); // the first consumer's start
     made[0]!.emit(events.GROUP_JOIN, {});
     expect(resets).toBe(2);
-    made[0]!.crash(brokerAway(), false);
+    made[0]!.crash(brokerAway());
     await vi.advanceTimersByTimeAsync(1000);
     expect(made).toHaveLength(2);
     expect(resets).toBe(3);

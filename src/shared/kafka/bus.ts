@@ -125,7 +125,11 @@ export function createKafkaBus({
             // kafkajs's default waits grow to 9.6 s between attempts (joining, fetching): attempts
             // every 2 s at most find a new coordinator or leader soon after a broker's loss, with
             // about the same patience in all (~16 s) before a crash (consumer-group.ts takes over).
-            retry: { initialRetryTime: 300, maxRetryTime: 2000, retries: 10 },
+            // restartOnFailure: kafkajs never restarts a crashed consumer itself; the group starts a
+            // fresh one (consumer-group.ts). Its own restart could fire after the group had
+            // discarded that consumer, and a consumer crashing again then kept restarting, a
+            // member of the group nobody tracked (clean-start, CI 2026-11-27).
+            retry: { initialRetryTime: 300, maxRetryTime: 2000, retries: 10, restartOnFailure: async () => false },
           });
           consumers.add(made);
           return made;

@@ -1,7 +1,7 @@
-// One consumer group over kafkajs consumers that are replaced when kafkajs gives one up: for
-// good while the broker is away (a CRASH it does not restart), after its own delay (a CRASH it
-// restarts, as after its coordinator broker died: issue 29), or silently (kafkajs issue #659: a
-// consumer alive but fetching nothing, with no event at all).
+// One consumer group over kafkajs consumers that are replaced when kafkajs gives one up: on a
+// CRASH while a broker is away (as after its coordinator broker died: issue 29; kafkajs is told
+// never to restart one itself, bus.ts), or silently (kafkajs issue #659: a consumer alive but
+// fetching nothing, with no event at all).
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { backoffMs, schedules } from '../retry.js';
@@ -57,6 +57,14 @@ export type ConsumerGroupOptions = {
   stallTimeoutMs?: number;
 };
 
+/**
+ * How long stop() waits for its consumer to leave the group. A consumer kafkajs is restarting (or
+ * one stuck in a join) may never finish disconnecting; the process must still stop within its
+ * shutdown timeout. Left without it, the broker drops the member after its session timeout, and
+ * what was not committed is fetched again by the next owner (applied idempotently).
+ */
+export const stopDisconnectMs = 5000;
+
 // kafkajs throws from pause/resume while a fresh consumer has not joined yet: nothing is
 // fetched then anyway, and a join resets the feed.
 const tryTo = (f: () => void) => {
@@ -79,8 +87,8 @@ const signsOfLife = [
 
 /**
  * The group's lifecycle. Only the consumer the state holds is heeded (crash, join, signs of life)
- * and paused, resumed or committed through. †: a crash kafkajs would restart itself, or one while
- * a broker is away (any other goes to the crash listener and changes no state).
+ * and paused, resumed or committed through. †: a crash while a broker is away (any other goes to
+ * the crash listener and changes no state).
  *   idle ─run─▶ starting ─started─▶ running ─crash†, stall─▶ restartDue ─backoff─▶ replacing
  *   replacing ─given-up one disconnected─▶ starting ─failed─▶ idle (run() rejects) or restartDue
  *   starting ─crash†─▶ restartDue (the start goes on)            any ─stop─▶ stopped
@@ -119,7 +127,7 @@ export function createConsumerGroup({
 
   const makeConsumer = () => {
     const made = newConsumer();
-    made.on(made.events.CRASH, (event) => onCrash(made, event.payload.error, event.payload.restart));
+    made.on(made.events.CRASH, (event) => onCrash(made, event.payload.error));
     // A new generation fetches every partition from its committed offset again.
     made.on(made.events.GROUP_JOIN, () => {
       if (made === current()) resetFeed(made);
@@ -134,9 +142,9 @@ export function createConsumerGroup({
 
   // A stuck consumer's disconnect waits for its stuck fetch loop: give up waiting after a while
   // (the broker has dropped a member silent for sessionTimeoutMs by then anyway).
-  const discard = async (old: Consumer) => {
+  const discard = async (old: Consumer, waitMs = sessionTimeoutMs) => {
     discarded(old);
-    await withTimeout(old.disconnect(), sessionTimeoutMs, 'disconnecting a consumer').catch(() => undefined);
+    await withTimeout(old.disconnect(), waitMs, 'disconnecting a consumer').catch(() => undefined);
   };
 
   // idle or replacing → starting → running. A crashed consumer is not reliably started again, so a
@@ -184,15 +192,15 @@ export function createConsumerGroup({
     });
   };
 
-  // kafkajs gives a consumer up for good on some errors of a broker that is away (e.g. "Failed to
-  // find group coordinator" while it restarts). That is no reason for the process to die: start
-  // a fresh consumer, with backoff, until the broker answers. A crash kafkajs would restart
-  // itself is taken over too: its delay is its last retry's (10 s and more after a coordinator
-  // died), ours starts at 0.5 s (disconnecting the crashed consumer cancels kafkajs's restart).
-  // Other crashes go to the listener (the runner exits, and its supervisor restarts it).
-  function onCrash(crashed: Consumer, error: Error, kafkajsRestarts: boolean): void {
+  // kafkajs gives a consumer up on errors of a broker that is away (e.g. "Failed to find group
+  // coordinator" while it restarts, "the coordinator is loading"). That is no reason for the
+  // process to die: start a fresh consumer, with backoff from 0.5 s, until the broker answers
+  // (kafkajs's own restart, switched off in bus.ts, waited its last retry's delay: 10 s and more
+  // after a coordinator died). Other crashes go to the listener (the runner exits, and its
+  // supervisor restarts it).
+  function onCrash(crashed: Consumer, error: Error): void {
     if (state.name === 'stopped' || crashed !== current()) return;
-    if (kafkajsRestarts || isBrokerUnreachable(error)) {
+    if (isBrokerUnreachable(error)) {
       log.warn({ err: error, groupId }, 'consumer stopped while a broker is away; starting a fresh one');
       restartLater();
     } else {
@@ -267,9 +275,7 @@ export function createConsumerGroup({
       if (state.name === 'restartDue') clearTimeout(state.timer);
       state = { name: 'stopped' };
       clearInterval(watchdog);
-      if (!consumer) return;
-      await consumer.disconnect();
-      discarded(consumer);
+      if (consumer) await discard(consumer, stopDisconnectMs);
     },
     onCrash(listener) {
       crashListener = listener;
