@@ -69,9 +69,9 @@ try {
     [appointmentId, tenantId, clientId],
   );
   await pool.query(
-    `INSERT INTO appointment_status_history (appointment_request_id, seq, to_status, actor, at)
-     SELECT $1, s, 'Submitted', 'system', now() FROM generate_series(1, 5) s`,
-    [appointmentId],
+    `INSERT INTO appointment_status_history (appointment_request_id, tenant_id, seq, to_status, actor, at)
+     SELECT $1, $2, s, 'Submitted', 'system', now() FROM generate_series(1, 5) s`,
+    [appointmentId, tenantId],
   );
   await pool.query(
     `INSERT INTO targets (tenant_id, source_system, external_id, name, last_import_job_id, last_item_index)

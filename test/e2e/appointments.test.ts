@@ -424,9 +424,9 @@ async function deadLetteredRequest(): Promise<string> {
     [id, suite.demo.tenantId, clientId],
   );
   await suite.pool.query(
-    `INSERT INTO appointment_status_history (appointment_request_id, seq, to_status, actor, at)
-     VALUES ($1, 1, 'Submitted', 'client', now())`,
-    [id],
+    `INSERT INTO appointment_status_history (appointment_request_id, tenant_id, seq, to_status, actor, at)
+     VALUES ($1, $2, 1, 'Submitted', 'client', now())`,
+    [id, suite.demo.tenantId],
   );
   const bus = testBus();
   try {

@@ -27,15 +27,14 @@ let pool: Pool;
 /** One connection, so every checkout reuses the one before. */
 let scoped: TenantPool;
 
-/** The tenant a row belongs to, per scoped table: its own column, or its parent's. */
-const tenantOfRow: Record<string, string> = {
-  import_job_chunks: '(SELECT p.tenant_id FROM import_jobs p WHERE p.id = t.import_job_id)',
-  material_usage_lines: '(SELECT p.tenant_id FROM material_usages p WHERE p.id = t.material_usage_id)',
-  appointment_status_history: '(SELECT p.tenant_id FROM appointment_requests p WHERE p.id = t.appointment_request_id)',
-  webhook_deliveries: '(SELECT p.tenant_id FROM webhook_endpoints p WHERE p.id = t.endpoint_id)',
-  webhook_attempts: '(SELECT p.tenant_id FROM webhook_endpoints p WHERE p.id = t.endpoint_id)',
-};
-const tenantOf = (table: string) => tenantOfRow[table] ?? 't.tenant_id';
+/** Child tables: each row holds its parent row's tenant_id (migrations/0020), no parent lookup. */
+const childTables = [
+  'import_job_chunks',
+  'material_usage_lines',
+  'appointment_status_history',
+  'webhook_deliveries',
+  'webhook_attempts',
+];
 
 /**
  * Tables with a tenant_id and no policy: integration_clients (authentication reads it before it
@@ -94,10 +93,10 @@ async function seedTenant(): Promise<string> {
      VALUES ($1, $2, $3, $4, 'e', '\\x00', $5, now())`,
     [usage, tenant, client, workOrder, location],
   );
-  await q('INSERT INTO material_usage_lines (material_usage_id, line_no, item_id, quantity) VALUES ($1, 1, $2, 1)', [
-    usage,
-    item,
-  ]);
+  await q(
+    'INSERT INTO material_usage_lines (material_usage_id, tenant_id, line_no, item_id, quantity) VALUES ($1, $2, 1, $3, 1)',
+    [usage, tenant, item],
+  );
   await q(
     `INSERT INTO stock_movements (tenant_id, item_id, location_id, quantity_delta, reason, material_usage_id, line_no)
      VALUES ($1, $2, $3, -1, 'MaterialUsage', $4, 1)`,
@@ -112,8 +111,8 @@ async function seedTenant(): Promise<string> {
     )
   ).id;
   await q(
-    'INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count) VALUES ($1, 0, 1, 0)',
-    [importJob],
+    'INSERT INTO import_job_chunks (import_job_id, tenant_id, chunk_index, applied_count, failed_count) VALUES ($1, $2, 0, 1, 0)',
+    [importJob, tenant],
   );
   await q(
     `INSERT INTO targets (tenant_id, source_system, external_id, name, last_import_job_id, last_item_index)
@@ -131,9 +130,9 @@ async function seedTenant(): Promise<string> {
     [appointment, tenant, client],
   );
   await q(
-    `INSERT INTO appointment_status_history (appointment_request_id, seq, to_status, actor, at)
-     VALUES ($1, 1, 'Submitted', 'client', now())`,
-    [appointment],
+    `INSERT INTO appointment_status_history (appointment_request_id, tenant_id, seq, to_status, actor, at)
+     VALUES ($1, $2, 1, 'Submitted', 'client', now())`,
+    [appointment, tenant],
   );
   const endpoint = randomUUID();
   await q(
@@ -147,12 +146,16 @@ async function seedTenant(): Promise<string> {
     [event, tenant, client],
   );
   const delivery = (
-    await q('INSERT INTO webhook_deliveries (event_id, endpoint_id) VALUES ($1, $2) RETURNING id', [event, endpoint])
+    await q('INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id) VALUES ($1, $2, $3) RETURNING id', [
+      event,
+      endpoint,
+      tenant,
+    ])
   ).id;
   await q(
-    `INSERT INTO webhook_attempts (delivery_id, event_id, endpoint_id, attempt, outcome, latency_ms, started_at)
-     VALUES ($1, $2, $3, 1, 'Succeeded', 1, now())`,
-    [delivery, event, endpoint],
+    `INSERT INTO webhook_attempts (delivery_id, tenant_id, event_id, endpoint_id, attempt, outcome, latency_ms, started_at)
+     VALUES ($1, $2, $3, $4, 1, 'Succeeded', 1, now())`,
+    [delivery, tenant, event, endpoint],
   );
   return tenant;
 }
@@ -203,27 +206,29 @@ describe('tenant scope (row-level security)', () => {
     );
     const withTenantColumn = rows.map((r) => r.table_name).filter((t) => !unscopedTenantTables.includes(t));
     expect(rows.filter((r) => r.rls).map((r) => r.table_name)).toEqual(withTenantColumn);
-    // Every scoped table is either one of those or a child whose parent's tenant decides.
-    expect(scopedTables).toEqual([...withTenantColumn, ...Object.keys(tenantOfRow)].sort());
+    // Every scoped table is one of those: child tables carry their parent's tenant (0020).
+    expect(scopedTables).toEqual(withTenantColumn);
+    for (const child of childTables) expect(withTenantColumn, child).toContain(child);
   });
 
-  it('takes the tenant once per statement, not once per row (migrations/0018)', async () => {
-    const { rows } = await pool.query<{ tablename: string; qual: string }>(
-      `SELECT tablename, qual FROM pg_policies WHERE policyname = 'tenant_scope' AND qual LIKE '%connect_scope_tenant()%'`,
+  it('takes the tenant once per statement, not once per row (migrations/0018, 0020)', async () => {
+    const { rows } = await pool.query<{ tablename: string; qual: string; with_check: string }>(
+      `SELECT tablename, qual, with_check FROM pg_policies WHERE policyname = 'tenant_scope'`,
     );
-    expect(rows.length).toBeGreaterThan(0);
-    // A bare call in the condition runs for every row read; a scalar subquery once (an InitPlan).
-    expect(rows.filter((r) => !r.qual.includes('SELECT connect_scope_tenant()'))).toEqual([]);
+    expect(rows.map((r) => r.tablename).sort()).toEqual(scopedTables);
+    // A bare call in the condition runs for every row read, a parent lookup (EXISTS) reads the
+    // parent for every row; a scalar subquery on the row's own tenant_id runs once (an InitPlan).
+    const onceForm = (cond: string) => /^\(tenant_id = \( SELECT connect_scope_tenant\(\)/.test(cond);
+    expect(rows.filter((r) => !onceForm(r.qual) || !onceForm(r.with_check))).toEqual([]);
     const plan = await scoped.run(tenantA, (tx) => tx.query('EXPLAIN SELECT count(*) FROM import_jobs'));
     expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/InitPlan/);
   });
 
   it("in tenant A's scope, a statement without a tenant condition sees A's rows and none of B's", async () => {
     for (const table of scopedTables) {
-      const all = await pool.query(`SELECT ${tenantOf(table)} AS tenant FROM ${table} t`);
+      const all = await pool.query(`SELECT t.tenant_id AS tenant FROM ${table} t`);
       expect(all.rows.map((r) => r.tenant).sort(), table).toEqual([tenantA, tenantB].sort());
-      // A child row of B's would show a NULL tenant here (its parent invisible): none does.
-      const seen = await scoped.run(tenantA, (tx) => tx.query(`SELECT ${tenantOf(table)} AS tenant FROM ${table} t`));
+      const seen = await scoped.run(tenantA, (tx) => tx.query(`SELECT t.tenant_id AS tenant FROM ${table} t`));
       expect(
         seen.rows.map((r) => r.tenant),
         table,

@@ -75,10 +75,16 @@ export async function insertUsage(tx: TenantTx, u: NewUsage): Promise<boolean> {
   );
   if (rowCount === 0) return false;
   await tx.query(
-    `INSERT INTO material_usage_lines (material_usage_id, line_no, item_id, quantity, unit_of_measure)
-     SELECT $1, u.ord, u.item_id, u.quantity, u.unit
+    `INSERT INTO material_usage_lines (material_usage_id, tenant_id, line_no, item_id, quantity, unit_of_measure)
+     SELECT $1, $5, u.ord, u.item_id, u.quantity, u.unit
        FROM unnest($2::uuid[], $3::numeric[], $4::text[]) WITH ORDINALITY AS u(item_id, quantity, unit, ord)`,
-    [u.id, u.lines.map((l) => l.itemId), u.lines.map((l) => l.quantity), u.lines.map((l) => l.unitOfMeasure)],
+    [
+      u.id,
+      u.lines.map((l) => l.itemId),
+      u.lines.map((l) => l.quantity),
+      u.lines.map((l) => l.unitOfMeasure),
+      u.tenantId,
+    ],
   );
   return true;
 }

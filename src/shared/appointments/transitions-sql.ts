@@ -25,8 +25,9 @@ export async function appendHistory(
   },
 ): Promise<Date> {
   const { rows } = await tx.query(
-    `INSERT INTO appointment_status_history (appointment_request_id, seq, from_status, to_status, reason, actor, at)
-     SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, coalesce($6::timestamptz, date_trunc('milliseconds', clock_timestamp()))
+    `INSERT INTO appointment_status_history (appointment_request_id, tenant_id, seq, from_status, to_status, reason, actor, at)
+     SELECT $1, (SELECT tenant_id FROM appointment_requests WHERE id = $1), coalesce(max(seq), 0) + 1, $2, $3, $4, $5,
+            coalesce($6::timestamptz, date_trunc('milliseconds', clock_timestamp()))
        FROM appointment_status_history WHERE appointment_request_id = $1
      RETURNING at`,
     [entry.id, entry.from, entry.to, entry.reason, entry.actor, entry.at ?? null],

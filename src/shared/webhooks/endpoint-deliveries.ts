@@ -62,8 +62,8 @@ export async function replayEvent(
   endpointId: string | null,
 ) {
   const { rows } = await db.query(
-    `INSERT INTO webhook_deliveries (event_id, endpoint_id)
-     SELECT $1, ep.id FROM webhook_endpoints ep
+    `INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id)
+     SELECT $1, ep.id, ep.tenant_id FROM webhook_endpoints ep
       WHERE ep.client_id = $2
         AND ${endpointId ? 'ep.id = $3::uuid' : `ep.status = 'Active' AND (ep.event_types @> ARRAY[$3::text] OR ep.event_types @> '{*}')`}
      ${requeue}
@@ -85,8 +85,8 @@ export async function replayEvent(
  */
 export async function replayFailedSince(db: Tx, endpointId: string, since: Date): Promise<number> {
   const { rowCount } = await db.query(
-    `INSERT INTO webhook_deliveries (event_id, endpoint_id)
-     SELECT e.id, ep.id FROM webhook_endpoints ep JOIN webhook_events e ON e.client_id = ep.client_id
+    `INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id)
+     SELECT e.id, ep.id, ep.tenant_id FROM webhook_endpoints ep JOIN webhook_events e ON e.client_id = ep.client_id
       WHERE ep.id = $1 AND e.created_at >= $2
         AND (EXISTS (SELECT 1 FROM webhook_deliveries d
                       WHERE d.event_id = e.id AND d.endpoint_id = ep.id AND d.status = 'Failed')
@@ -116,7 +116,7 @@ export async function sendTestEvent(db: Tx, endpoint: { id: string; tenant_id: s
        INSERT INTO webhook_events (id, tenant_id, client_id, type, version, body, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
      )
-     INSERT INTO webhook_deliveries (event_id, endpoint_id) SELECT id, $8 FROM event`,
+     INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id) SELECT id, $8, $2 FROM event`,
     [
       envelope.id,
       endpoint.tenant_id,

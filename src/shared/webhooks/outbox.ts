@@ -28,8 +28,8 @@ export const insertEventSql = `
     INSERT INTO webhook_events (id, tenant_id, client_id, type, version, body, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
   )
-  INSERT INTO webhook_deliveries (event_id, endpoint_id)
-  SELECT event.id, ep.id
+  INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id)
+  SELECT event.id, ep.id, ep.tenant_id
     FROM event JOIN webhook_endpoints ep
       ON ep.client_id = $3 AND ep.status = 'Active' AND (ep.event_types @> ARRAY[$4::text] OR ep.event_types @> '{*}')`;
 

@@ -10,10 +10,10 @@ import { stampColumns, stampPlaceholders } from '../apply-stamp.js';
  */
 export const lockJobAndClaimChunk = `
   WITH job AS (
-    SELECT id, status FROM import_jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE
+    SELECT id, tenant_id, status FROM import_jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE
   ), claim AS (
-    INSERT INTO import_job_chunks (import_job_id, chunk_index, applied_count, failed_count, ${stampColumns})
-    SELECT job.id, $3, $4, $5, ${stampPlaceholders(6)} FROM job
+    INSERT INTO import_job_chunks (import_job_id, tenant_id, chunk_index, applied_count, failed_count, ${stampColumns})
+    SELECT job.id, job.tenant_id, $3, $4, $5, ${stampPlaceholders(6)} FROM job
     ON CONFLICT DO NOTHING RETURNING chunk_index
   )
   SELECT job.status, EXISTS (SELECT 1 FROM claim) AS claimed FROM job`;

@@ -47,10 +47,10 @@ export const beginAttempt = `
  * COMMIT whose answer was lost (the connection died) does not list the attempt twice.
  */
 export const insertAttempt = `
-  INSERT INTO webhook_attempts (delivery_id, event_id, endpoint_id, attempt, outcome, status_code, latency_ms, error,
-                                response_snippet, started_at)
-  SELECT $1::bigint, $2::text, $3::uuid, $4::integer, $5::text, $6::integer, $7::integer, $8::text, $9::text,
-         $10::timestamptz
+  INSERT INTO webhook_attempts (delivery_id, tenant_id, event_id, endpoint_id, attempt, outcome, status_code, latency_ms,
+                                error, response_snippet, started_at)
+  SELECT $1::bigint, (SELECT tenant_id FROM webhook_deliveries WHERE id = $1::bigint), $2::text, $3::uuid, $4::integer,
+         $5::text, $6::integer, $7::integer, $8::text, $9::text, $10::timestamptz
    WHERE NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE event_id = $2 AND delivery_id = $1 AND attempt = $4)`;
 
 /** $1 id, $2 lease token; only while this dispatcher still holds the lease. */
