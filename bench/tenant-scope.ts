@@ -114,7 +114,7 @@ try {
       },
     },
     {
-      name: 'read: appointment status + history (child policy)',
+      name: 'read: appointment status + history (a child table)',
       unscoped: () => findStatus(asBefore, clientId, appointmentId),
       scoped: () => tenantPool.run(tenantId, (tx) => findStatus(tx, clientId, appointmentId)),
     },
