@@ -265,9 +265,9 @@ describe('consumer group: consumers kafkajs gives up for good', () => {
     expect(made).toHaveLength(1);
   });
 
-  // Seen in clean-start (CI, 2026-11-27): SIGTERM while kafkajs was restarting a consumer on a
-  // fresh broker ("the coordinator is loading"); its disconnect never returned and the runner's
-  // shutdown timed out.
+  // clean-start in CI (2026-11-27): SIGTERM while kafkajs was restarting a consumer on a fresh
+  // broker ("the coordinator is loading"); the runner's shutdown timed out, by its log waiting
+  // for a disconnect that never returned.
   it('stops within stopDisconnectMs even when its consumer never finishes disconnecting', async () => {
     const { group, made, discarded } = harness({ sessionTimeoutMs: 30_000 }, (consumer) => {
       consumer.disconnecting = new Promise(() => undefined);

@@ -127,8 +127,8 @@ export function createKafkaBus({
             // about the same patience in all (~16 s) before a crash (consumer-group.ts takes over).
             // restartOnFailure: kafkajs never restarts a crashed consumer itself; the group starts a
             // fresh one (consumer-group.ts). Its own restart could fire after the group had
-            // discarded that consumer, and a consumer crashing again then kept restarting, a
-            // member of the group nobody tracked (clean-start, CI 2026-11-27).
+            // discarded that consumer, which could then crash and restart again, a member of the
+            // group nobody tracked (what clean-start's log showed in CI on 2026-11-27).
             retry: { initialRetryTime: 300, maxRetryTime: 2000, retries: 10, restartOnFailure: async () => false },
           });
           consumers.add(made);
