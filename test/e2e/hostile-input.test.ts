@@ -232,6 +232,131 @@ describe('bytes and shapes', () => {
   });
 });
 
+describe('webhook endpoint URLs', () => {
+  // This suite refuses private targets (the default): accepted URLs name a public IP literal, so
+  // nothing waits on DNS.
+  const hook = 'https://93.184.215.14/hooks';
+  const base = '/api/v1/webhook-endpoints';
+  const post = (url: unknown) => suite.api.post(base, { headers: jsonAuth(), body: { url, events: ['all'] } });
+  const patch = (id: string, url: unknown) =>
+    suite.api.request('patch', `${base}/${id}`, { headers: jsonAuth(), body: { url } });
+  const remove = (id: string) => suite.api.request('delete', `${base}/${id}`, { headers: auth() });
+
+  /** A 400 validation_failed naming the url (the edge names unstorable text body.url). */
+  const expectUrlRefused = (res: { status: number; text: string; body: any }, what: string) => {
+    expect4xx(res, what);
+    expect(res.status, what).toBe(400);
+    expect(res.body.error.code, what).toBe('validation_failed');
+    expect(Object.keys(res.body.error.fieldErrors), what).toEqual([expect.stringMatching(/^(body\.)?url$/)]);
+  };
+
+  const hostileUrls: unknown[] = [
+    '',
+    ' ',
+    'nope',
+    '/hooks',
+    '93.184.215.14/hooks',
+    'javascript:alert(1)',
+    'data:text/plain,x',
+    'file:///etc/passwd',
+    'ftp://93.184.215.14/x',
+    'ws://93.184.215.14/x',
+    'http://',
+    'http://[::1',
+    'http://a b.example/',
+    'http://%00/',
+    'https://user:pw@93.184.215.14/',
+    'HTTPS://USER@93.184.215.14/',
+    `${hook}#fragment`,
+    `\t${hook}`,
+    `${hook}\t`,
+    `\r\n${hook}`,
+    `${hook}\r\nX-Injected: 1`,
+    `${hook}/a\nb`,
+    `\u0000${hook}`,
+    `${hook}\u0000`,
+    `${hook}/\ud800`,
+    `\udfff${hook}`,
+    `${hook}/\u007f`,
+    `${hook}/\u0085`,
+    `${hook}/\u001b[31m`,
+    `${hook}/${'x'.repeat(2000)}`,
+    `${hook}/${'é'.repeat(400)}`,
+    `${hook}/${'\u{1f600}'.repeat(300)}`,
+    'http://127.0.0.1/x',
+    'http://[::ffff:127.0.0.1]/x',
+    'http://2130706433/x',
+    'http://0x7f.1/x',
+    123,
+    null,
+    true,
+    [],
+    {},
+    [hook],
+  ];
+
+  it('every hostile URL is a 400 naming the url, on create and on change, and changes nothing', async () => {
+    const created = await post(hook);
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.endpointId as string;
+    const before = (await suite.api.get(base, { headers: auth() })).body.items.length;
+    for (const url of hostileUrls) {
+      const what = JSON.stringify(url);
+      expectUrlRefused(await post(url), `POST ${what}`);
+      expectUrlRefused(await patch(id, url), `PATCH ${what}`);
+    }
+    expect((await suite.api.get(base, { headers: auth() })).body.items.length).toBe(before);
+    expect((await suite.api.get(`${base}/${id}`, { headers: auth() })).body.url).toBe(hook);
+    await remove(id);
+  });
+
+  it('random URLs are either refused (400) or stored as their normalised href, never a 5xx (property)', async () => {
+    const seed = Date.now() % 100_000;
+    const rnd = mulberry32(seed);
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)]!;
+    const schemes = ['https://', 'HTTP://', 'hTTpS:', 'http:\\\\', ' http://', '\thttps://', 'ftp://', ''];
+    const hosts = ['93.184.215.14', '93.184.215.14:443', '[2606:2800:21f:cb07:6820:80da:af6b:8b2e]', '127.0.0.1', ''];
+    const tail = [
+      '/',
+      '/a b',
+      '/./',
+      '/..',
+      '?q=1 2',
+      '#f',
+      '%',
+      '%zz',
+      'é',
+      '\u{1f600}',
+      '\ud800',
+      '\u0000',
+      '\r\n',
+      ' ',
+      '\u0085',
+    ];
+    const id = (await post(hook)).body.endpointId as string;
+    for (let i = 0; i < 40; i++) {
+      const url =
+        pick(schemes) + pick(hosts) + Array.from({ length: Math.floor(rnd() * 5) }, () => pick(tail)).join('');
+      const what = `seed ${seed}: ${JSON.stringify(url)}`;
+      const [created, changed] = [await post(url), await patch(id, url)];
+      expect([201, 400], `POST ${what}: ${created.text.slice(0, 300)}`).toContain(created.status);
+      expect([200, 400], `PATCH ${what}: ${changed.text.slice(0, 300)}`).toContain(changed.status);
+      if (created.status === 400) {
+        expectUrlRefused(created, `POST ${what}`);
+        expectUrlRefused(changed, `PATCH ${what}`);
+        continue;
+      }
+      expect(changed.status, `PATCH ${what}`).toBe(200);
+      const href = new URL(url).href;
+      expect(href, what).toMatch(/^https?:\/\//);
+      expect(created.body.url, what).toBe(href);
+      expect(changed.body.url, what).toBe(href);
+      await remove(created.body.endpointId);
+    }
+    await remove(id);
+  });
+});
+
 // Last in this file: it leaves this address blocked for the rest of the minute.
 describe('unauthenticated floods', () => {
   it('answers an address past its refused-credential allowance 429 without looking keys up', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { webhookList } from '../../src/admin/commands/webhook.js';
+import { webhookCreate, webhookList } from '../../src/admin/commands/webhook.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { startWorkers, type RunningWorkers } from '../../src/workers/start-workers.js';
@@ -295,5 +295,112 @@ describe('webhook endpoints through the API', () => {
     const over = await create('/limit-10', ['all'], bearer(limited.apiKey));
     expect(over.status).toBe(409);
     expect(over.body.error).toMatchObject({ code: 'webhook_endpoint_limit', details: { limit: 10 } });
+  });
+});
+
+describe('endpoint URLs are stored as they are sent: the normalised href', () => {
+  let owner: { clientId: string; apiKey: string };
+  const as = () => bearer(owner.apiKey);
+  const hostPort = () => new URL(receiver.url('/')).host;
+  const count = async () => (await suite.api.get(base, { headers: as() })).body.items.length as number;
+  const post = (url: unknown) => suite.api.post(base, { body: { url, events: ['all'] }, headers: as() });
+  const patch = (id: string, url: unknown) =>
+    suite.api.request('patch', `${base}/${id}`, { body: { url }, headers: as() });
+  const urlOf = async (id: string) => (await suite.api.get(`${base}/${id}`, { headers: as() })).body.url as string;
+  const remove = (id: string) => suite.api.request('delete', `${base}/${id}`, { headers: as() });
+
+  beforeAll(async () => {
+    owner = await createClientWithKey(suite.pool, suite.demo.tenantId, 'webhooks.manage');
+  });
+
+  it('POST and PATCH take HTTP://, leading and trailing spaces, spaces in the path: stored and answered normalised', async () => {
+    const cases: [string, string][] = [
+      [`HTTP://${hostPort()}/Upper`, receiver.url('/Upper')],
+      [` ${receiver.url('/leading-space')}`, receiver.url('/leading-space')],
+      [`${receiver.url('/trailing-space')}  `, receiver.url('/trailing-space')],
+      [receiver.url('/a b/./c'), receiver.url('/a%20b/c')],
+    ];
+    const patched = (await post(receiver.url('/to-patch'))).body.endpointId as string;
+    for (const [given, href] of cases) {
+      const res = await post(given);
+      expect(res.status, `POST ${JSON.stringify(given)}: ${res.text}`).toBe(201);
+      expect(res.body.url).toBe(href);
+      expect(await urlOf(res.body.endpointId)).toBe(href);
+      expect((await remove(res.body.endpointId)).status).toBe(204);
+      const changed = await patch(patched, given);
+      expect(changed.status, `PATCH ${JSON.stringify(given)}: ${changed.text}`).toBe(200);
+      expect(changed.body.url).toBe(href);
+      expect(await urlOf(patched)).toBe(href);
+    }
+    await remove(patched);
+  });
+
+  it('a webhook goes to the stored URL, as it was answered', async () => {
+    const res = await post(` HTTP://${hostPort()}/sent as stored`);
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.url).toBe(receiver.url('/sent%20as%20stored'));
+    const sent = await suite.api.post(`${base}/${res.body.endpointId}/test`, { headers: as() });
+    const [hit] = await receiver.waitFor('/sent%20as%20stored', 1);
+    expect(hit!.json.id).toBe(sent.body.eventId);
+    await remove(res.body.endpointId);
+  });
+
+  it('POST and PATCH refuse tabs, CR LF and other control characters: 400 fieldErrors.url, nothing stored', async () => {
+    const url = receiver.url('/controlled');
+    const { endpointId } = (await post(url)).body;
+    const before = await count();
+    for (const bad of [
+      `\t${url}`,
+      `${url}\t`,
+      `${url}\r\nX-Injected: 1`,
+      `${receiver.url('/con')}\r\ntrolled`,
+      `${receiver.url('/con')}\ntrolled`,
+      `${receiver.url('/con')}\u0085trolled`,
+      `${receiver.url('/con')}\u007ftrolled`,
+      `\u001b${url}`,
+    ]) {
+      for (const res of [await post(bad), await patch(endpointId, bad)]) {
+        expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).toBe(400);
+        expect(res.body.error.code).toBe('validation_failed');
+        expect(res.body.error.fieldErrors.url, JSON.stringify(bad)).toEqual([
+          expect.stringMatching(/control character/),
+        ]);
+      }
+    }
+    expect(await count()).toBe(before);
+    expect(await urlOf(endpointId)).toBe(url);
+    await remove(endpointId);
+  });
+
+  it('refuses a URL whose href exceeds 2000 characters once percent-encoded, though the text sent is shorter', async () => {
+    const root = receiver.url('/');
+    const exact = root + 'x'.repeat(2000 - root.length);
+    const fits = await post(exact);
+    expect(fits.status, fits.text).toBe(201);
+    expect(fits.body.url).toBe(exact);
+    const long = `${root}${'é'.repeat(400)}`;
+    for (const res of [await post(long), await patch(fits.body.endpointId, long)]) {
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.error.fieldErrors.url).toEqual([expect.stringMatching(/longer than 2000/)]);
+    }
+    expect(await urlOf(fits.body.endpointId)).toBe(exact);
+    await remove(fits.body.endpointId);
+  });
+
+  it('the admin CLI stores the same normalised href and refuses what the API refuses', async () => {
+    const create = (url: string) =>
+      admin(suite.pool, webhookCreate, ['--client', owner.clientId, '--url', url, '--events', 'all']);
+    const made = await create(' HTTPS://93.184.215.14:443/Hooks/../cli hooks');
+    expect(made.url).toBe('https://93.184.215.14/cli%20hooks');
+    expect(await urlOf(made.endpointId)).toBe(made.url);
+    await remove(made.endpointId);
+    const before = await count();
+    for (const bad of [
+      '\thttps://93.184.215.14/x',
+      'https://93.184.215.14/x\r\ny',
+      `https://93.184.215.14/${'é'.repeat(400)}`,
+    ])
+      await expect(create(bad), JSON.stringify(bad)).rejects.toThrow(/--url/);
+    expect(await count()).toBe(before);
   });
 });

@@ -14,7 +14,12 @@ import {
   rotateSecret,
   setEndpointStatus,
 } from '../../shared/webhooks/endpoints.js';
-import { TargetRefusedError, checkWebhookTarget, parseWebhookUrl } from '../../shared/webhooks/target-policy.js';
+import {
+  TargetRefusedError,
+  checkWebhookTarget,
+  normaliseWebhookUrl,
+  parseWebhookUrl,
+} from '../../shared/webhooks/target-policy.js';
 import { AdminError, UsageError, commaList, durationArg, limitArg, parseOptions, required, uuidArg } from '../args.js';
 import type { Command } from '../command.js';
 import { tenantOfClient } from '../store.js';
@@ -45,6 +50,16 @@ function eventsArg(value: string): string[] | '*' {
   return subscription;
 }
 
+/** The API's rule, so both store the href the dispatcher sends to (and refuse the same URLs). */
+function urlArg(value: string): string {
+  try {
+    return normaliseWebhookUrl(value);
+  } catch (err) {
+    if (err instanceof TargetRefusedError) throw new AdminError(`--url: ${err.message}`);
+    throw err;
+  }
+}
+
 function eventIdArg(value: string): string {
   const id = value.trim();
   if (!webhookEventIdPattern.test(id))
@@ -61,13 +76,7 @@ export const webhookCreate: Command<{ clientId: string; url: string; events: str
   parse(args) {
     const v = parseOptions(args, { client: { type: 'string' }, url: { type: 'string' }, events: { type: 'string' } });
     const clientId = uuidArg(required(v.client, 'client'), 'client');
-    const url = required(v.url, 'url').trim();
-    try {
-      parseWebhookUrl(url);
-    } catch (err) {
-      throw new AdminError(`--url: ${(err as Error).message}`);
-    }
-    return { clientId, url, events: eventsArg(required(v.events, 'events')) };
+    return { clientId, url: urlArg(required(v.url, 'url')), events: eventsArg(required(v.events, 'events')) };
   },
   async run({ pool }, { clientId, url, events }) {
     const tenantId = await tenantOfClient(pool, clientId);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { pageSizeQuery } from '../../shared/common-schemas.js';
-import { maxWebhookUrlLength } from '../../shared/webhooks/target-policy.js';
+import { TargetRefusedError, maxWebhookUrlLength, normaliseWebhookUrl } from '../../shared/webhooks/target-policy.js';
 import { webhookEventIdPattern, webhookEventTypes } from '../../shared/webhooks/event-types.js';
 
 // Webhook endpoints as a client manages its own (scope webhooks.manage).
@@ -20,14 +20,26 @@ export const eventNamesSchema = z
     example: ['import_job.completed', 'import_job.failed'],
   });
 
+/** The URL's form is a field error here; the handler gets the normalised href, stored and sent as it is. */
 const urlSchema = z
   .string()
   .min(1)
   .max(maxWebhookUrlLength)
+  .transform((value, ctx) => {
+    try {
+      return normaliseWebhookUrl(value);
+    } catch (err) {
+      if (!(err instanceof TargetRefusedError)) throw err;
+      ctx.addIssue({ code: 'custom', message: err.message });
+      return z.NEVER;
+    }
+  })
   .meta({
     description:
       'http(s) URL the events are POSTed to. It must resolve to public addresses only (no loopback, private, ' +
-      'link-local … ranges), carry no credentials and no #fragment.',
+      'link-local … ranges), carry no credentials, no #fragment and no control characters. Stored and answered ' +
+      'normalised, as the events are sent to it (WHATWG URL href): e.g. " HTTPS://Example.com:443/a b" becomes ' +
+      '"https://example.com/a%20b"; at most 2000 characters also once normalised.',
   });
 
 export const createEndpointBody = z
@@ -71,7 +83,7 @@ export const endpointSchema = z
   .strictObject({
     endpointId: z.uuid(),
     clientId: z.uuid(),
-    url: z.string(),
+    url: z.string().meta({ description: 'Where the events are POSTed: the normalised URL (WHATWG href).' }),
     events: z.array(z.string()).meta({ description: 'Subscribed types; ["all"]: every type.' }),
     status: z.enum(['Active', 'Disabled']),
     disabledReason: z.string().nullable(),

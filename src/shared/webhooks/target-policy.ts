@@ -22,7 +22,37 @@ export class TargetRefusedError extends Error {
 
 export const maxWebhookUrlLength = 2000;
 
-/** Parses and checks the form of an endpoint URL; throws TargetRefusedError with the reason. */
+// Text the URL parser would drop (tab, CR, LF, leading and trailing C0) or send percent-encoded
+// (other controls, unpaired surrogates as U+FFFD): refused rather than silently changed. In u-mode
+// a well-formed surrogate pair is one code point, so \p{Surrogate} matches unpaired halves only.
+const controlCharacter = /\p{Cc}/u;
+const unpairedSurrogate = /\p{Surrogate}/u;
+
+const codePoint = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+
+/**
+ * The one rule for a URL an operator or a client gives (admin CLI, API create and change): the
+ * WHATWG href to store, which is what the dispatcher sends to; throws TargetRefusedError with
+ * the reason. Leading and trailing spaces go, the scheme and host are lower-cased, the path is
+ * percent-encoded; the href always fits the table's CHECK (^https?://, at most 2000 characters).
+ */
+export function normaliseWebhookUrl(value: string): string {
+  const control = controlCharacter.exec(value);
+  if (control) throw new TargetRefusedError(`the URL must not contain the control character ${codePoint(control[0])}`);
+  if (unpairedSurrogate.test(value)) throw new TargetRefusedError('the URL contains an unpaired UTF-16 surrogate');
+  const { href } = parseWebhookUrl(value);
+  if (href.includes('#')) throw new TargetRefusedError('the URL must not have a #fragment'); // an empty one too
+  if (href.length > maxWebhookUrlLength)
+    throw new TargetRefusedError(
+      `the URL is longer than ${maxWebhookUrlLength} characters once normalised (${href.length}: percent-encoding lengthens it)`,
+    );
+  return href;
+}
+
+/**
+ * Parses and checks the form of an endpoint URL (also a stored one, at each delivery); throws
+ * TargetRefusedError with the reason. A URL given to be stored goes through normaliseWebhookUrl.
+ */
 export function parseWebhookUrl(value: string): URL {
   let url: URL;
   try {
