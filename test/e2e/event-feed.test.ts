@@ -6,7 +6,8 @@ import { pruneEvents } from '../../src/shared/webhooks/feed.js';
 import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
 import { createApiClient } from '../support/api-client.js';
 import { recordTestEvent, readFeedToEnd } from '../support/events.js';
-import { bearer, createClientWithKey } from '../support/fixtures.js';
+import { tenantCreate } from '../../src/admin/commands/tenant.js';
+import { admin, bearer, createClientWithKey } from '../support/fixtures.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
@@ -82,8 +83,10 @@ describe('the event feed', () => {
     const mine = await recordTestEvent(suite.pool, owner(), 2);
     const page = await feed(`after=${cursor}`);
     expect(page.body.events.map((e: { id: string }) => e.id)).toEqual([mine.eventId]);
-    const theirs = await feed(`after=${cursor}`, other.apiKey); // a position in the feed, any client's
-    expect(theirs.body.events.map((e: { id: string }) => e.id)).toEqual([foreign.eventId]);
+    // Positions are each client's own: the other client has one event, so this cursor is past its end.
+    expect((await feed(`after=${page.body.next}`, other.apiKey)).status).toBe(400);
+    const theirs = await feed('after=c2.0', other.apiKey);
+    expect(theirs.body).toMatchObject({ events: [{ id: foreign.eventId }], next: 'c2.1' });
     expect((await readFeedToEnd(suite.api, other.apiKey)).events.map((e) => e.id)).toEqual([foreign.eventId]);
     const filtered = await feed(`after=${cursor}&types=import_job.completed,import_job.failed`);
     expect(filtered.body.events).toEqual([]);
@@ -95,8 +98,9 @@ describe('the event feed', () => {
   it('refuses malformed cursors, cursors past the end and unknown types with 400', async () => {
     for (const query of [
       'after=123',
-      'after=c1.zzzzzzzzzzzzz',
-      'after=c1.zzzzzzzzzzzz',
+      'after=c2.zzzzzzzzzzzzz',
+      'after=c3.1',
+      'after=c2.zzzzzzzzzzzz',
       'types=nope',
       'limit=0',
       'limit=1001',
@@ -178,6 +182,143 @@ describe('the event feed', () => {
     expect(resumed.body.events.map((e: { id: string }) => e.id)).toEqual([kept.eventId]);
     const fromStart = await readFeedToEnd(suite.api, key());
     expect(fromStart.events.map((e) => e.id)).toEqual([kept.eventId]);
-    expect(encodeCursor(0n)).toBe('c1.0');
+    expect(encodeCursor(0n)).toBe('c2.0');
+  });
+});
+
+/** A new tenant with one client that reads the feed. */
+async function newTenantClient() {
+  const { tenantId } = await admin(suite.pool, tenantCreate, ['--name', 'feed tenant']);
+  return { tenantId: tenantId as string, ...(await createClientWithKey(suite.pool, tenantId, 'events.read')) };
+}
+type Reader = Awaited<ReturnType<typeof newTenantClient>>;
+
+/** Another tenant writes two events, numbered in the feed before the caller goes on. */
+const othersWrite = (other: Reader) => async () => {
+  for (let n = 0; n < 2; n++) await recordTestEvent(suite.pool, other, n);
+  await readFeedToEnd(suite.api, other.apiKey);
+};
+
+/** The cursor `by` positions further on, whatever its version (prefix) is: past the end when it is the end. */
+function cursorPast(cursor: string, by: bigint): string {
+  const [prefix, digits] = cursor.split('.') as [string, string];
+  const position = [...digits].reduce((n, ch) => n * 36n + BigInt(parseInt(ch, 36)), 0n);
+  return `${prefix}.${(position + by).toString(36)}`;
+}
+
+describe("another tenant's events (issue 39: a client's cursor must not count them)", () => {
+  /** Every `next` a reader gets through three own events: empty feed, full pages, the end, a long-poll that times out. */
+  async function cursorsOf(reader: Reader, between: () => Promise<void>) {
+    const read = (query: string) => feed(query, reader.apiKey);
+    const nexts: string[] = [];
+    const first = await read('');
+    nexts.push(first.body.next);
+    for (let n = 0; n < 3; n++) {
+      await between();
+      await recordTestEvent(suite.pool, reader, n);
+    }
+    await between();
+    let after = first.body.next;
+    const ids: string[] = [];
+    for (;;) {
+      const page = await read(`after=${after}&limit=1`);
+      ids.push(...page.body.events.map((e: { id: string }) => e.id));
+      nexts.push(page.body.next);
+      after = page.body.next;
+      if (!page.body.hasMore) break;
+    }
+    expect(ids).toHaveLength(3);
+    await between();
+    const empty = await read(`after=${after}`);
+    expect(empty.body).toEqual({ events: [], next: after, hasMore: false });
+    const waiting = read(`after=${after}&wait=1`);
+    await between(); // while it waits
+    const timedOut = await waiting;
+    expect(timedOut.body).toEqual({ events: [], next: after, hasMore: false });
+    return nexts;
+  }
+
+  it('full pages, empty pages and timed-out long-polls give the cursors they would if nobody else wrote', async () => {
+    const [writer, reader, control] = [await newTenantClient(), await newTenantClient(), await newTenantClient()];
+    const whileOthersWrite = await cursorsOf(reader, othersWrite(writer));
+    const alone = await cursorsOf(control, async () => undefined);
+    expect(whileOthersWrite).toEqual(alone);
+  });
+
+  it('a cursor past the end is refused the same whatever another tenant writes', async () => {
+    const [writer, reader] = [await newTenantClient(), await newTenantClient()];
+    await recordTestEvent(suite.pool, reader, 1);
+    const { cursor } = await readFeedToEnd(suite.api, reader.apiKey);
+    const past = [cursorPast(cursor, 1n), cursorPast(cursor, 2n)];
+    const answers = () =>
+      Promise.all(
+        past.map(async (p) => {
+          const { status, body } = await feed(`after=${p}`, reader.apiKey);
+          const { correlationId: _perRequest, ...error } = body.error ?? {};
+          return { status, body: { ...body, error } };
+        }),
+      );
+    const before = await answers();
+    expect(before[0]!.status).toBe(400);
+    await othersWrite(writer)();
+    expect(await answers()).toEqual(before);
+    await othersWrite(writer)();
+    expect(await answers()).toEqual(before);
+  });
+
+  it("cursor_expired and its oldestCursor come from the client's own events, not another tenant's", async () => {
+    const [writer, reader] = [await newTenantClient(), await newTenantClient()];
+    const { cursor: beforeOwn } = await readFeedToEnd(suite.api, reader.apiKey);
+    await recordTestEvent(suite.pool, reader, 1);
+    const { cursor: afterOwn } = await readFeedToEnd(suite.api, reader.apiKey, beforeOwn);
+    await othersWrite(writer)(); // numbered after the reader's event, and aged with it below
+    const last = await recordTestEvent(suite.pool, writer, 9);
+    await readFeedToEnd(suite.api, writer.apiKey);
+    const kept = await recordTestEvent(suite.pool, reader, 2);
+    await readFeedToEnd(suite.api, reader.apiKey, afterOwn); // numbered
+    await suite.pool.query(
+      `UPDATE webhook_events SET created_at = now() - interval '2 hours'
+        WHERE feed_seq <= (SELECT feed_seq FROM webhook_events WHERE id = $1)`,
+      [last.eventId],
+    );
+    expect(await pruneEvents(suite.pool, suite.config.events.retentionMs)).toBeGreaterThan(0);
+    const gone = await feed(`after=${beforeOwn}`, reader.apiKey);
+    expect(gone.status).toBe(410);
+    expect(gone.body.error).toMatchObject({ code: 'cursor_expired', details: { oldestCursor: afterOwn } });
+    const readOn = await feed(`after=${afterOwn}`, reader.apiKey); // nothing of the reader's was lost after it
+    expect(readOn.status).toBe(200);
+    expect(readOn.body.events.map((e: { id: string }) => e.id)).toEqual([kept.eventId]);
+  });
+});
+
+describe('cursors of the earlier release (c1: a position in the feed across clients)', () => {
+  it("are read through the client's own events, never placing one numbered since the upgrade", async () => {
+    const [writer, reader] = [await newTenantClient(), await newTenantClient()];
+    const own = [await recordTestEvent(suite.pool, reader, 1)];
+    await othersWrite(writer)();
+    own.push(await recordTestEvent(suite.pool, reader, 2));
+    await readFeedToEnd(suite.api, reader.apiKey); // numbered
+    const feedSeq = async (eventId: string) =>
+      BigInt((await suite.pool.query('SELECT feed_seq FROM webhook_events WHERE id = $1', [eventId])).rows[0].feed_seq);
+    const c1 = (position: bigint) => `c1.${position.toString(36)}`;
+    const ids = (res: { body: { events: { id: string }[] } }) => res.body.events.map((e) => e.id);
+    // As if migrations/0022 ran now: the cursors given so far were global positions up to the head.
+    await suite.pool.query('UPDATE event_feed_head SET c1_end = last_seq, c1_pruned_through = pruned_through');
+    const [first, second] = [await feedSeq(own[0]!.eventId), await feedSeq(own[1]!.eventId)];
+    expect(ids(await feed(`after=${c1(first - 1n)}`, reader.apiKey))).toEqual(own.map((e) => e.eventId));
+    const afterFirst = await feed(`after=${c1(first)}`, reader.apiKey);
+    expect(afterFirst.body).toMatchObject({ events: [{ id: own[1]!.eventId }], next: 'c2.2', hasMore: false });
+    expect(ids(await feed(`after=${c1(second)}`, reader.apiKey))).toEqual([]);
+    // Past the head of the upgrade: read as that head, so an event numbered since is served, never placed.
+    const later = await recordTestEvent(suite.pool, reader, 3);
+    await othersWrite(writer)();
+    for (const cursor of [c1(second + 100n), 'c1.zzzzzzzzzzzz'])
+      expect(ids(await feed(`after=${cursor}`, reader.apiKey))).toEqual([later.eventId]);
+    // One older than what had been pruned at the upgrade may have missed events.
+    await suite.pool.query('UPDATE event_feed_head SET c1_pruned_through = $1', [second.toString()]);
+    const gone = await feed(`after=${c1(first)}`, reader.apiKey);
+    expect(gone.status).toBe(410);
+    expect(gone.body.error).toMatchObject({ code: 'cursor_expired', details: { oldestCursor: 'c2.0' } });
+    expect((await feed(`after=${c1(second)}`, reader.apiKey)).status).toBe(200);
   });
 });

@@ -14,6 +14,7 @@ let db: TestDatabase;
 let pool: Pool;
 let scoped: TenantPool;
 let owner: { tenantId: string; clientId: string };
+let other: { tenantId: string; clientId: string };
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -21,6 +22,8 @@ beforeAll(async () => {
   scoped = createTenantPool(db.url, 2, 'test-feed-order-scoped');
   const demo = await createDemo(pool);
   owner = { tenantId: demo.tenantId, clientId: demo.clients.all!.clientId };
+  const otherDemo = await createDemo(pool);
+  other = { tenantId: otherDemo.tenantId, clientId: otherDemo.clients.all!.clientId };
 });
 afterAll(async () => {
   await Promise.all([pool?.end(), scoped?.end()]);
@@ -28,10 +31,10 @@ afterAll(async () => {
 });
 
 /** What a reader sees after `after`, as the gateway reads it (sequence unscoped, then read in the tenant's scope). */
-async function read(after: bigint | null) {
+async function read(after: bigint | null, reader = owner) {
   await sequenceEvents(pool);
-  const page = await scoped.run(owner.tenantId, (tx) =>
-    readFeedPage(tx, owner.clientId, { after, types: null, limit: 1000 }),
+  const page = await scoped.run(reader.tenantId, (tx) =>
+    readFeedPage(tx, reader.clientId, { after, types: null, limit: 1000 }),
   );
   const ids = page.events.map((e) => (JSON.parse(e.body) as { id: string }).id);
   const next = page.events.length === 1000 ? page.events.at(-1)!.seq : page.lastSeq;
@@ -95,10 +98,64 @@ describe('event feed order', () => {
     writing = false;
     const seen = await Promise.all(readers);
     const table = await pool.query<{ id: string }>(
-      'SELECT id FROM webhook_events WHERE client_id = $1 AND feed_seq > $2 ORDER BY feed_seq',
+      'SELECT id FROM webhook_events WHERE client_id = $1 AND client_seq > $2 ORDER BY client_seq',
       [owner.clientId, start.toString()],
     );
     expect(new Set(written)).toEqual(new Set(table.rows.map((r) => r.id)));
     for (const s of seen) expect(s).toEqual(table.rows.map((r) => r.id)); // all of them, once, in order
+  });
+
+  it("each client's positions are its own, 1, 2, 3 … in commit order, whatever other tenants commit between", async () => {
+    const positions = (client: { clientId: string }) =>
+      pool
+        .query<{ client_seq: string; feed_seq: string }>(
+          'SELECT client_seq, feed_seq FROM webhook_events WHERE client_id = $1 ORDER BY feed_seq',
+          [client.clientId],
+        )
+        .then((r) => r.rows.map((row) => ({ client: BigInt(row.client_seq), feed: BigInt(row.feed_seq) })));
+    const before = { owner: (await read(null)).next, other: (await read(null, other)).next };
+    const writers = [owner, other].map(async (client, w) => {
+      for (let i = 0; i < 30; i++) {
+        const tx = await pool.connect();
+        try {
+          await tx.query('BEGIN');
+          await recordTestEventIn(tx, client, w * 1000 + i);
+          if (i % 4 === w) await new Promise((r) => setTimeout(r, 3 + (i % 7)));
+          await tx.query('COMMIT');
+        } finally {
+          tx.release();
+        }
+        if (i % 5 === 0) await read(null, client); // numbering while the other tenant writes
+      }
+    });
+    await Promise.all(writers);
+    for (const [client, start] of [
+      [owner, before.owner],
+      [other, before.other],
+    ] as const) {
+      expect((await read(start, client)).next).toBe(start + 30n); // the other's 30 never moved it
+      const all = (await positions(client)).filter((p) => p.client > start);
+      // Dense after the reader's last position, in the feed's (commit) order.
+      expect(all.map((p) => p.client)).toEqual(all.map((_, i) => start + BigInt(i + 1)));
+    }
+  });
+
+  it('events an earlier release numbered in the feed only get their client positions in that order', async () => {
+    const start = (await read(null)).next;
+    const ids: string[] = [];
+    for (let n = 0; n < 3; n++) ids.push((await recordTestEvent(pool, owner, n)).eventId);
+    // As a gateway of the earlier release numbers: feed_seq under the head's lock, no client_seq.
+    await pool.query(
+      `WITH h AS (SELECT last_seq FROM event_feed_head FOR UPDATE),
+            b AS (SELECT id, row_number() OVER (ORDER BY created_at DESC, id DESC) AS n FROM webhook_events WHERE feed_seq IS NULL),
+            u AS (UPDATE webhook_events e SET feed_seq = h.last_seq + b.n FROM b, h WHERE e.id = b.id RETURNING 1)
+       UPDATE event_feed_head SET last_seq = last_seq + (SELECT count(*) FROM u)`,
+    );
+    expect((await pool.query('SELECT count(*)::int AS n FROM webhook_events WHERE client_seq IS NULL')).rows[0].n).toBe(
+      3,
+    );
+    const page = await read(start);
+    expect(page.ids).toEqual([...ids].reverse()); // the order that numbering gave them
+    expect(page.next).toBe(start + 3n);
   });
 });

@@ -4,6 +4,7 @@ import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError } from '../../shared/errors.js';
 import { sequenceEvents } from '../../shared/webhooks/feed.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
+import { positionOfC1Cursor } from './c1-cursor.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { EventWaits } from './notifications.js';
 import { eventPageSchema, listEventsQuery } from './schemas.js';
@@ -11,6 +12,9 @@ import { singleFlightAfter } from './sequencer.js';
 import { readFeedPage, type FeedPage } from './store.js';
 
 const retentionHours = (events: Config['events']) => Math.round(events.retentionMs / 3_600_000);
+
+/** A page and the client position its cursor stands for ('expired': events after it may be gone). */
+type Read = { after: bigint | 'expired' | null; page: FeedPage };
 
 /** pool: unscoped, for the feed's sequencing (across tenants); tenantPool: the caller's page. */
 export const eventRoutes = (
@@ -29,16 +33,19 @@ export const eventRoutes = (
       description:
         'The same envelopes the webhooks carry, for the calling Integration Client, whether or not it registered ' +
         'endpoints, in the order they were committed; each event once, at a position that never changes. Pass each ' +
-        "page's `next` as `after`. Two readers with the same cursor get the same events. With `wait`, an empty answer " +
-        'waits (long-poll) until an event is committed or the time is up. ' +
-        `Events are kept ${retentionHours(events)} hours (EVENT_RETENTION_HOURS); a cursor older than that is 410 ` +
-        'cursor_expired. See docs/api-guide.md, "Event feed".',
+        "page's `next` as `after`. Two readers with the same cursor get the same events. A cursor is a position among " +
+        "the caller's own events (its n-th event is n): it moves with them only, never with other clients' events. " +
+        'With `wait`, an empty answer waits (long-poll) until an event is committed or the time is up. ' +
+        `Events are kept ${retentionHours(events)} hours (EVENT_RETENTION_HOURS); a cursor before the caller's oldest ` +
+        'event kept is 410 cursor_expired. See docs/api-guide.md, "Event feed".',
       tag: 'Events',
       auth: 'apiKey',
       query: listEventsQuery(events.feedMaxWaitSeconds),
       errorStatuses: [410],
       errorDescriptions: {
-        400: 'Invalid query (validation_failed), or a cursor past the end of the feed (not one this API returned).',
+        400:
+          "Invalid query (validation_failed), or a cursor past the end of the caller's feed (beyond its newest event, " +
+          'counting every type: not one this API returned).',
         429:
           'Rate limit exceeded (rate_limited), or too many long-polls of the client or its tenant waiting on this gateway ' +
           '(too_many_waiting); see Retry-After.',
@@ -47,15 +54,24 @@ export const eventRoutes = (
         200: { description: 'A page of events (possibly empty) and the cursor after it', schema: eventPageSchema },
       },
       async handler({ query, client, signal }) {
-        const after = query.after === undefined ? null : decodeCursor(query.after);
-        const read = async () => {
+        const cursor = query.after === undefined ? null : decodeCursor(query.after);
+        /** The page after the cursor, and the client position the cursor stands for. */
+        const read = async (): Promise<Read> => {
           await sequence();
-          return tenantPool.run(client.tenantId, (tx) =>
-            readFeedPage(tx, client.clientId, { after, types: query.types ?? null, limit: query.limit }),
-          );
+          return tenantPool.run(client.tenantId, async (tx) => {
+            const after =
+              cursor?.version === 1 ? await positionOfC1Cursor(tx, client.clientId, cursor.position) : cursor?.position;
+            const page = await readFeedPage(tx, client.clientId, {
+              after: after === 'expired' ? null : (after ?? null),
+              types: query.types ?? null,
+              limit: query.limit,
+            });
+            return { after: after ?? null, page };
+          });
         };
-        const answer = (page: FeedPage) => {
-          if (after !== null && after < page.prunedThrough) {
+        // Every decision below compares the cursor with the client's own positions only.
+        const answer = ({ after, page }: Read) => {
+          if (after === 'expired' || (after !== null && after < page.prunedThrough)) {
             throw new AppError(
               'cursor_expired',
               `The cursor points before the oldest event kept (events are kept ${retentionHours(events)} hours); read again without after.`,
@@ -63,6 +79,7 @@ export const eventRoutes = (
               { oldestCursor: encodeCursor(page.prunedThrough) },
             );
           }
+          // Every cursor this API gave the client is at most its newest position then, and so now.
           if (after !== null && after > page.lastSeq) {
             throw new AppError('validation_failed', 'The request query is invalid.', {
               after: ['is past the end of the feed: not a cursor this API returned'],
@@ -93,12 +110,12 @@ export const eventRoutes = (
         try {
           const deadline = Date.now() + query.wait * 1000;
           for (;;) {
-            const page = await read();
+            const got = await read();
             const remaining = deadline - Date.now();
-            if (page.events.length > 0 || remaining <= 0) return answer(page);
-            answer(page); // a stale or bad cursor is refused now, not after the wait
+            if (got.page.events.length > 0 || remaining <= 0) return answer(got);
+            answer(got); // a stale or bad cursor is refused now, not after the wait
             const outcome = await waiter.next(remaining, signal);
-            if (outcome !== 'woken') return answer(outcome === 'timeout' ? await read() : page);
+            if (outcome !== 'woken') return answer(outcome === 'timeout' ? await read() : got);
           }
         } finally {
           waiter.leave();

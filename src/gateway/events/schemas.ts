@@ -5,13 +5,14 @@ import { cursorPattern } from './cursor.js';
 
 export const maxFeedLimit = 1000;
 
-const cursorSchema = z.string().regex(cursorPattern, 'must be a cursor this API returned (c1.…)');
+const cursorSchema = z.string().regex(cursorPattern, 'must be a cursor this API returned (c2.…)');
 
 export const listEventsQuery = (maxWaitSeconds: number) =>
   z.strictObject({
     after: cursorSchema.optional().meta({
       description:
-        'The `next` of the previous page. Absent: from the oldest event kept. A cursor older than the retention is 410 cursor_expired.',
+        "The `next` of the previous page (a position among the caller's own events). Absent: from the oldest event kept. " +
+        "Before the caller's oldest event kept (older than the retention): 410 cursor_expired. Past its newest: 400.",
     }),
     types: z
       .string()
@@ -55,7 +56,11 @@ export const feedEventSchema = z
 export const eventPageSchema = z
   .strictObject({
     events: z.array(feedEventSchema).meta({ description: 'In feed order (the order events were committed).' }),
-    next: cursorSchema.meta({ description: 'Pass as `after` for the next page; store it once the page is processed.' }),
+    next: cursorSchema.meta({
+      description:
+        "Pass as `after` for the next page; store it once the page is processed. The caller's own position: after the " +
+        "page's last event, or (hasMore false) after the caller's newest event; other clients' events never move it.",
+    }),
     hasMore: z.boolean().meta({ description: 'true: more events are there now; ask again at once.' }),
   })
   .meta({ id: 'EventPage' });

@@ -1,12 +1,17 @@
 import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import { testEventType } from '../../shared/webhooks/endpoint-deliveries.js';
 
-// One page of a client's events and the feed's head, read in one statement (one snapshot): every
-// position up to last_seq is committed and visible in it, so a page shorter than the limit has
-// examined everything up to last_seq.
+// One page of a client's events, with the client's own head, read in one statement (one
+// snapshot). Positions are the client's (client_seq: its n-th event is n), given in order by the
+// sequencing transactions, which commit one after another: every position up to last_seq is
+// visible in the snapshot (or pruned), so a page shorter than the limit has examined all of them.
+// Nothing here depends on other clients' events.
 
 export type FeedPage = {
+  /** The client's last position given (its newest event, pruned or not; 0: none yet). */
   lastSeq: bigint;
+  /** The client's positions up to here are pruned: pruning takes a prefix of the feed, so the
+   *  client's kept events are its newest ones, and this is just before the oldest kept. */
   prunedThrough: bigint;
   events: { seq: bigint; body: string }[];
 };
@@ -17,21 +22,28 @@ export async function readFeedPage(
   page: { after: bigint | null; types: readonly string[] | null; limit: number },
 ): Promise<FeedPage> {
   const { rows } = await db.query(
-    `SELECT h.last_seq, h.pruned_through, e.feed_seq, e.body
-       FROM event_feed_head h
+    `WITH h AS (
+       SELECT c.last_seq, coalesce(k.oldest - 1, c.last_seq) AS pruned_through
+         FROM (SELECT coalesce((SELECT last_seq FROM event_feed_clients WHERE client_id = $1), 0) AS last_seq) c,
+              (SELECT min(client_seq) AS oldest FROM webhook_events WHERE client_id = $1 AND client_seq IS NOT NULL) k
+     )
+     SELECT h.last_seq, h.pruned_through, e.client_seq, e.body
+       FROM h
        LEFT JOIN LATERAL (
-         SELECT feed_seq, body FROM webhook_events
-          WHERE client_id = $1 AND feed_seq > greatest($2::bigint, h.pruned_through) AND feed_seq <= h.last_seq
+         SELECT client_seq, body FROM webhook_events
+          WHERE client_id = $1 AND client_seq > greatest($2::bigint, h.pruned_through) AND client_seq <= h.last_seq
             AND type <> $5 AND ($3::text[] IS NULL OR type = ANY($3))
-          ORDER BY feed_seq LIMIT $4
+          ORDER BY client_seq LIMIT $4
        ) e ON true
-      ORDER BY e.feed_seq`,
+      ORDER BY e.client_seq`,
     [clientId, page.after?.toString() ?? null, page.types, page.limit, testEventType],
   );
   const head = rows[0];
   return {
     lastSeq: BigInt(head.last_seq),
     prunedThrough: BigInt(head.pruned_through),
-    events: rows.filter((r) => r.feed_seq !== null).map((r) => ({ seq: BigInt(r.feed_seq), body: r.body as string })),
+    events: rows
+      .filter((r) => r.client_seq !== null)
+      .map((r) => ({ seq: BigInt(r.client_seq), body: r.body as string })),
   };
 }

@@ -22,7 +22,7 @@ const exampleErrors: Record<number, AppError> = {
     'cursor_expired',
     'The cursor points before the oldest event kept (events are kept 336 hours); read again without after.',
     null,
-    { oldestCursor: 'c1.3k2' },
+    { oldestCursor: 'c2.3i' },
   ),
   413: new AppError('payload_too_large', 'The body exceeds the limit of 1048576 bytes.', null, {
     limitBytes: 1_048_576,

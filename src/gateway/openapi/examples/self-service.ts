@@ -121,7 +121,7 @@ export const selfServiceExamples: Record<string, OperationExamples> = {
           webhookExample('import_job.completed'),
           { ...webhookExample('field_job.created'), id: 'evt_01KAP80Q2W3E4R5T6Y7V8J9K1A' },
         ],
-        next: 'c1.3k4',
+        next: 'c2.3k',
         hasMore: false,
       },
     },

@@ -1,0 +1,58 @@
+-- Up Migration
+-- Event feed positions per client (issue 39). Cursors were global positions (feed_seq): a
+-- client's cursor moved when other tenants' events were numbered, and the gap between two of its
+-- own events counted everyone else's. Now each client's events are numbered 1, 2, 3 … of its
+-- own (client_seq), in feed order, by the same sequencing transaction that gives feed_seq (under
+-- event_feed_head's lock), so a client's positions too become visible strictly in order.
+-- feed_seq stays: the order across clients that numbering and pruning follow.
+
+-- Gateways running now number under this lock (then write webhook_events, which the ALTER below
+-- locks): taking it first makes them wait instead of deadlocking with this migration.
+SELECT FROM event_feed_head FOR UPDATE;
+
+ALTER TABLE webhook_events ADD COLUMN client_seq bigint;
+
+-- The last position given to each client's events (its events may since have been pruned, so
+-- this is not their max). A client without a row has had none.
+CREATE TABLE event_feed_clients (
+  client_id  uuid PRIMARY KEY REFERENCES integration_clients(id),
+  tenant_id  uuid NOT NULL REFERENCES tenants(id),
+  last_seq   bigint NOT NULL CHECK (last_seq > 0)
+);
+
+-- Events numbered so far get their clients' positions in feed order.
+WITH ordered AS (
+  SELECT id, row_number() OVER (PARTITION BY client_id ORDER BY feed_seq) AS n
+    FROM webhook_events WHERE feed_seq IS NOT NULL
+)
+UPDATE webhook_events e SET client_seq = ordered.n FROM ordered WHERE e.id = ordered.id;
+INSERT INTO event_feed_clients (client_id, tenant_id, last_seq)
+SELECT client_id, tenant_id, max(client_seq) FROM webhook_events
+ WHERE client_seq IS NOT NULL GROUP BY client_id, tenant_id;
+
+CREATE UNIQUE INDEX webhook_events_client_seq_idx ON webhook_events (client_id, client_seq)
+  WHERE client_seq IS NOT NULL;
+-- What sequencing still has to number (also events an earlier release numbered by feed_seq only).
+CREATE INDEX webhook_events_client_unnumbered_idx ON webhook_events (feed_seq) WHERE client_seq IS NULL;
+
+-- Cursors of the earlier release ("c1." + a feed_seq) keep working, read through the client's own
+-- events: only up to the head of that time (c1_end), so they cannot place later events; and one
+-- before what was pruned by then (c1_pruned_through) may have missed events, as it always could.
+ALTER TABLE event_feed_head
+  ADD COLUMN c1_end bigint NOT NULL DEFAULT 0,
+  ADD COLUMN c1_pruned_through bigint NOT NULL DEFAULT 0;
+UPDATE event_feed_head SET c1_end = last_seq, c1_pruned_through = pruned_through;
+
+-- The tenant scope (0017, 0018) reads a client's row beside its page.
+ALTER TABLE event_feed_clients ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_scope ON event_feed_clients TO connect_tenant_scope
+  USING (tenant_id = (SELECT connect_scope_tenant())) WITH CHECK (tenant_id = (SELECT connect_scope_tenant()));
+CREATE POLICY all_tenants ON event_feed_clients TO connect_all_tenants USING (true) WITH CHECK (true);
+GRANT SELECT ON event_feed_clients TO connect_tenant_scope;
+
+-- Down Migration
+DROP TABLE event_feed_clients;
+ALTER TABLE event_feed_head DROP COLUMN c1_end, DROP COLUMN c1_pruned_through;
+DROP INDEX webhook_events_client_unnumbered_idx;
+DROP INDEX webhook_events_client_seq_idx;
+ALTER TABLE webhook_events DROP COLUMN client_seq;
