@@ -221,8 +221,26 @@ const webhooks = section('webhook endpoints and their dispatcher', {
   pollIntervalMs: env('WEBHOOK_POLL_INTERVAL_MS', int(1000, 10, 60_000)).describe(
     'how often an idle dispatcher looks for due deliveries',
   ),
-  concurrency: env('WEBHOOK_CONCURRENCY', int(16, 1, 1000)).describe(
-    'webhook attempts one dispatcher process makes at once',
+  concurrency: env('WEBHOOK_CONCURRENCY', int(64, 1, 1000)).describe(
+    'webhook attempts one dispatcher process makes at once (its slots)',
+  ),
+  tenantSharePercent: env('WEBHOOK_TENANT_SHARE_PERCENT', int(25, 1, 100)).describe(
+    "percentage of one dispatcher process's slots that one tenant's deliveries may hold at once (at least one slot): the rest stay free for other tenants, so one tenant's slow endpoints cannot delay theirs",
+  ),
+  endpointConcurrency: env('WEBHOOK_ENDPOINT_CONCURRENCY', int(4, 1, 1000)).describe(
+    'attempts in flight to one endpoint at once, across all dispatchers, for an endpoint whose client set no `maxInFlight`',
+  ),
+  endpointConcurrencyMax: env('WEBHOOK_ENDPOINT_CONCURRENCY_MAX', int(16, 1, 1000)).describe(
+    'the highest `maxInFlight` a client may set on an endpoint (400 above it); a lower value applies at once to endpoints set higher',
+  ),
+  breakerFailures: env('WEBHOOK_BREAKER_FAILURES', int(5, 1, 1000)).describe(
+    'consecutive failed attempts to one endpoint that open its circuit breaker: nothing more is sent to it until a probe is due',
+  ),
+  breakerOpenMs: env('WEBHOOK_BREAKER_OPEN_MS', int(30_000, 100, 86_400_000)).describe(
+    'how long an opened breaker sends nothing before it lets one probe through; doubled after each failed probe',
+  ),
+  breakerOpenMaxMs: env('WEBHOOK_BREAKER_OPEN_MAX_MS', int(900_000, 100, 86_400_000)).describe(
+    'the longest an open breaker waits before a probe, however many probes failed',
   ),
   allowPrivateTargets: env('WEBHOOK_ALLOW_PRIVATE_TARGETS', flag('false')).describe(
     '`true` allows endpoints on loopback, private, link-local … addresses (development, tests); read by the dispatcher and by `admin webhook create`',

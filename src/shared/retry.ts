@@ -14,8 +14,9 @@ import { setTimeout as delay } from 'node:timers/promises';
  * | topicCreation   | 500 … 5000 (10 attempts)          | creating topics while a broker elects leaders   |
  * | pushRetry       | 500 … 30000 (12 attempts)         | connect-push: a batch answered 429/503 (no Retry-After) |
  * | eventListen     | 100 … 5000                        | the gateway's LISTEN connection for the event feed |
+ * | (breaker)       | WEBHOOK_BREAKER_OPEN_MS … _MAX_MS | an open webhook endpoint breaker before its probe |
  *
- * Webhook deliveries follow the operator's listed schedule instead (WEBHOOK_RETRY_SCHEDULE_MS,
+ * Webhook deliveries follow the operator's listed schedule instead (WEBHOOK_RETRY_SCHEDULE,
  * listedDelayMs): their waits are minutes to days, and each is recorded in PostgreSQL.
  */
 export type RetrySchedule = {
@@ -60,21 +61,26 @@ export const pause = (ms: number, signal?: AbortSignal): Promise<void> =>
 
 /**
  * Runs attempt until it succeeds, waiting `schedule`'s backoff after each failure that
- * `retriable` accepts (and while the schedule allows); any other failure is thrown at once.
+ * `retriable` accepts (and while the schedule allows); any other failure is thrown at once, and
+ * so is the last one once `signal` aborts (which also cuts the wait short).
  */
 export async function retrying<T>(
   schedule: RetrySchedule,
   attempt: () => Promise<T>,
-  options: { retriable(err: unknown): boolean; onRetry?(err: unknown, failures: number, waitMs: number): void },
+  options: {
+    retriable(err: unknown): boolean;
+    onRetry?(err: unknown, failures: number, waitMs: number): void;
+    signal?: AbortSignal;
+  },
 ): Promise<T> {
   for (let failures = 1; ; failures++) {
     try {
       return await attempt();
     } catch (err) {
-      if (!options.retriable(err) || !mayRetry(schedule, failures)) throw err;
+      if (!options.retriable(err) || !mayRetry(schedule, failures) || options.signal?.aborted) throw err;
       const waitMs = backoffMs(schedule, failures);
       options.onRetry?.(err, failures, waitMs);
-      await pause(waitMs);
+      await pause(waitMs, options.signal);
     }
   }
 }

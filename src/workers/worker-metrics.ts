@@ -17,6 +17,9 @@ export type MessageOutcome = 'applied' | 'failed_attempt' | 'dead_lettered';
  */
 export type WebhookOutcome = 'succeeded' | 'retry_scheduled' | 'gave_up' | 'lease_lost';
 
+/** A webhook endpoint's circuit breaker opened (again, after a failed probe) or closed (a success). */
+export type BreakerTransition = 'opened' | 'closed';
+
 /**
  * How the inbound worker applied a chunk (src/workers/inbound/apply-chunk.ts): `copied` (all its
  * targets new: COPY straight into `targets`), `upserted` (through the staging table and upsert),
@@ -30,6 +33,7 @@ export interface WorkerMetrics {
   /** Seconds one successful apply of one message took. */
   applyDuration(kind: string, seconds: number): void;
   webhookAttempt(outcome: WebhookOutcome): void;
+  webhookBreaker(transition: BreakerTransition): void;
   inboundChunk(outcome: InboundChunkOutcome): void;
 }
 
@@ -37,5 +41,6 @@ export const noWorkerMetrics: WorkerMetrics = {
   messages: () => undefined,
   applyDuration: () => undefined,
   webhookAttempt: () => undefined,
+  webhookBreaker: () => undefined,
   inboundChunk: () => undefined,
 };

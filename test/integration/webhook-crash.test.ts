@@ -20,6 +20,9 @@ const env = {
   WEBHOOK_TIMEOUT_MS: '2000', // lease = timeout + 5 s
   WEBHOOK_POLL_INTERVAL_MS: '100',
   WEBHOOK_CONCURRENCY: '8',
+  // Every slot on one endpoint of one tenant: eight attempts held open at once.
+  WEBHOOK_TENANT_SHARE_PERCENT: '100',
+  WEBHOOK_ENDPOINT_CONCURRENCY: '8',
   WEBHOOK_RETRY_SCHEDULE: '0.2,0.5,1,2,4',
 };
 const count = 20;

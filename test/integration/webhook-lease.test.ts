@@ -64,28 +64,36 @@ describe('webhook leases', () => {
     await admin(pool, webhookCreate, ['--client', clientId, '--url', receiver.url(path), '--events', 'all']);
     const ids = await raise(clientId, events);
 
-    // A's first claim that returns rows is handed to A only once B has delivered those rows.
+    // A's first claim that returns rows is handed to A only once B has delivered those rows. The
+    // claim runs in a transaction (it waits for other dispatchers' claims on an advisory lock), so
+    // A is held back after its COMMIT: its claim is in PostgreSQL, its answer not yet in A.
     const latePool = dispatcherPool('test-late');
-    const realQuery = latePool.query.bind(latePool) as (text: string, values?: unknown[]) => Promise<any>;
     let heldBack: string[] = [];
-    latePool.query = (async (text: string, values?: unknown[]) => {
-      const result = await realQuery(text, values);
-      if (text === claimDeliveries && result.rows.length > 0 && heldBack.length === 0) {
-        heldBack = result.rows.map((r: { id: string }) => r.id);
-        await eventually(
-          async () => {
-            const { rows } = await pool.query(
-              `SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY($1::bigint[]) AND status = 'Succeeded'`,
-              [heldBack],
-            );
-            return rows[0].n === heldBack.length ? true : undefined;
-          },
-          60_000,
-          'dispatcher B to deliver the claims A holds',
-        );
-      }
-      return result;
-    }) as unknown as Pool['query'];
+    let claimedRows: string[] = [];
+    latePool.on('connect', (client) => {
+      const realQuery = client.query.bind(client) as (...args: unknown[]) => any;
+      client.query = (async (text: string, ...rest: unknown[]) => {
+        // pool.query() calls with a callback: passed through untouched (the claim runs in a transaction).
+        if (typeof rest.at(-1) === 'function') return realQuery(text, ...rest);
+        const result = await realQuery(text, ...rest);
+        if (text === claimDeliveries) claimedRows = result.rows.map((r: { id: string }) => r.id);
+        else if (text === 'COMMIT' && claimedRows.length > 0 && heldBack.length === 0) {
+          heldBack = claimedRows;
+          await eventually(
+            async () => {
+              const { rows } = await pool.query(
+                `SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY($1::bigint[]) AND status = 'Succeeded'`,
+                [heldBack],
+              );
+              return rows[0].n === heldBack.length ? true : undefined;
+            },
+            60_000,
+            'dispatcher B to deliver the claims A holds',
+          );
+        }
+        return result;
+      }) as typeof client.query;
+    });
 
     const a = capturedLogger('test-webhooks-a');
     const late = startDispatcher({ webhooks: config.webhooks, logger: a.logger, pool: latePool });

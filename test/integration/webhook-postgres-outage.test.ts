@@ -62,6 +62,9 @@ describe('webhook dispatcher and a PostgreSQL outage', () => {
         WEBHOOK_POLL_INTERVAL_MS: '50',
         WEBHOOK_TIMEOUT_MS: '10000', // held requests must not time out while pg_ctl stops the server
         WEBHOOK_CONCURRENCY: String(concurrency),
+        // Every slot on the one endpoint of one tenant: `concurrency` attempts held open at once.
+        WEBHOOK_TENANT_SHARE_PERCENT: '100',
+        WEBHOOK_ENDPOINT_CONCURRENCY: String(concurrency),
         WEBHOOK_RETRY_SCHEDULE: '0.2,0.5,1,1,1,1,1,1',
       });
       const { clientId } = await createClientWithKey(pool, demo.tenantId, '');

@@ -25,7 +25,7 @@ export type Behaviour = (n: number, request: Received) => Reply;
 export async function startWebhookReceiver() {
   const received: Received[] = [];
   const behaviours = new Map<string, Behaviour>();
-  const held = new Set<http.ServerResponse>();
+  const held = new Map<http.ServerResponse, string>(); // held-open responses and their paths
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -43,7 +43,7 @@ export async function startWebhookReceiver() {
       const n = received.filter((x) => x.path === r.path).length;
       const reply = behaviours.get(r.path)?.(n, r) ?? { status: 200, body: 'ok' };
       if (reply === 'hold') {
-        held.add(res);
+        held.set(res, r.path);
         res.on('close', () => held.delete(res));
         return;
       }
@@ -77,14 +77,15 @@ export async function startWebhookReceiver() {
         `${count} webhook request(s) on ${path}`,
       );
     },
-    heldCount: () => held.size,
+    /** Requests held open now (on one path, or on all). */
+    heldCount: (path?: string) => [...held.values()].filter((p) => path === undefined || p === path).length,
     /** Answers every held request. */
     release(status = 200) {
-      for (const res of held) if (!res.destroyed) res.writeHead(status).end('released');
+      for (const res of held.keys()) if (!res.destroyed) res.writeHead(status).end('released');
       held.clear();
     },
     async close() {
-      for (const res of held) res.destroy();
+      for (const res of held.keys()) res.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -73,6 +73,7 @@ async function harness(
     messages: (_k, outcome, n = 1) => void (counts[outcome] = (counts[outcome] ?? 0) + n),
     applyDuration: () => undefined,
     webhookAttempt: () => undefined,
+    webhookBreaker: () => undefined,
     inboundChunk: () => undefined,
   };
   const attempts = new Map<string, number>();

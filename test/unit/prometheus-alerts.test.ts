@@ -87,7 +87,7 @@ describe('alerting rules', () => {
       { consumers: ['inbound'], webhooks: true },
       {
         consumerLag: { groups: [{ groupId: 'g', topics: ['t'] }], read: async () => [] },
-        webhookQueueDepth: async () => 0,
+        webhookQueue: async () => ({ due: 0, breakersOpen: 0 }),
         importJobsByStatus: async () => new Map(),
         readiness: async () => ({ ready: true, state: 'running', checks: {} as never }),
       },

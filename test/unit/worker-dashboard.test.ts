@@ -50,7 +50,7 @@ describe('Grafana dashboard of the workers', () => {
       { consumers: ['inbound'], webhooks: true },
       {
         consumerLag: { groups: [{ groupId: 'g', topics: ['t'] }], read: async () => [] },
-        webhookQueueDepth: async () => 0,
+        webhookQueue: async () => ({ due: 0, breakersOpen: 0 }),
         importJobsByStatus: async () => new Map(),
         deadLetters: { topics: ['t.dlq'], read: async () => new Map([['t.dlq', 0]]) },
       },

@@ -141,14 +141,14 @@ describe('worker metrics: readings at scrape time', () => {
     for (const text of [first, second]) expect(valueOf(parseSamples(text), 'kafka_consumer_lag')).toBe(1);
   });
 
-  it('counts import jobs for every status and the due webhook deliveries', async () => {
+  it('counts import jobs for every status, the due webhook deliveries and the open breakers', async () => {
     const sources: ScrapeSources = {
       importJobsByStatus: async () =>
         new Map([
           ['Completed', 3],
           ['Failed', 1],
         ]),
-      webhookQueueDepth: async () => 12,
+      webhookQueue: async () => ({ due: 12, breakersOpen: 3 }),
     };
     const s = await scrape(createWorkerRegistry({ consumers: ['inbound'], webhooks: true }, sources));
     expect(Object.fromEntries(samplesOf(s, 'import_jobs').map((x) => [x.labels.status, x.value]))).toEqual({
@@ -159,6 +159,8 @@ describe('worker metrics: readings at scrape time', () => {
       Failed: 1,
     });
     expect(valueOf(s, 'webhook_queue_depth')).toBe(12);
+    expect(valueOf(s, 'webhook_endpoints_breaker_open')).toBe(3);
+    expect(valueOf(s, 'webhook_breaker_transitions_total', { transition: 'opened' })).toBe(0);
     expect(valueOf(s, 'worker_scrape_query_errors_total', { metric: 'import_jobs' })).toBe(0);
   });
 
@@ -169,7 +171,7 @@ describe('worker metrics: readings at scrape time', () => {
       { consumers: ['inbound'], webhooks: true },
       {
         importJobsByStatus: () => (down ? fail() : Promise.resolve(new Map([['Completed', 2]]))),
-        webhookQueueDepth: () => (down ? fail() : Promise.resolve(5)),
+        webhookQueue: () => (down ? fail() : Promise.resolve({ due: 5, breakersOpen: 0 })),
         consumerLag: { groups: [{ groupId: 'g', topics: ['t'] }], read: () => fail() },
       },
     );
@@ -178,6 +180,7 @@ describe('worker metrics: readings at scrape time', () => {
     const s = await scrape(m); // does not throw
     expect(samplesOf(s, 'import_jobs')).toEqual([]);
     expect(valueOf(s, 'webhook_queue_depth')).toBeNaN();
+    expect(valueOf(s, 'webhook_endpoints_breaker_open')).toBeNaN();
     expect(valueOf(s, 'worker_scrape_query_errors_total', { metric: 'import_jobs' })).toBe(1);
     expect(valueOf(s, 'worker_scrape_query_errors_total', { metric: 'webhook_queue_depth' })).toBe(1);
     expect(valueOf(s, 'kafka_consumer_lag_errors_total', { group: 'g' })).toBe(2);

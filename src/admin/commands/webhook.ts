@@ -20,22 +20,34 @@ import {
   normaliseWebhookUrl,
   parseWebhookUrl,
 } from '../../shared/webhooks/target-policy.js';
-import { AdminError, UsageError, commaList, durationArg, limitArg, parseOptions, required, uuidArg } from '../args.js';
+import {
+  AdminError,
+  UsageError,
+  commaList,
+  durationArg,
+  integerArg,
+  limitArg,
+  parseOptions,
+  required,
+  uuidArg,
+} from '../args.js';
 import type { Command } from '../command.js';
 import { tenantOfClient } from '../store.js';
 
 // Webhook endpoints of Integration Clients, as operators manage them (clients manage their own
 // through the API: gateway/webhooks). Secrets are printed once, by create and rotate-secret.
 
-/** WEBHOOK_ALLOW_PRIVATE_TARGETS as the dispatcher reads it (the admin CLI runs with the same environment). */
-function allowPrivateTargets(): boolean {
+/** The webhook settings as the dispatcher reads them (the admin CLI runs with the same environment). */
+function webhookSettings() {
   try {
-    return loadConfig(process.env).webhooks.allowPrivateTargets;
+    return loadConfig(process.env).webhooks;
   } catch (err) {
     if (err instanceof ConfigError) throw new AdminError(err.message);
     throw err;
   }
 }
+
+const allowPrivateTargets = () => webhookSettings().allowPrivateTargets;
 
 function eventsArg(value: string): string[] | '*' {
   const names = commaList(value);
@@ -67,18 +79,40 @@ function eventIdArg(value: string): string {
   return id;
 }
 
-export const webhookCreate: Command<{ clientId: string; url: string; events: string[] | '*' }> = {
+export const webhookCreate: Command<{
+  clientId: string;
+  url: string;
+  events: string[] | '*';
+  maxInFlight: number | null;
+}> = {
   name: 'webhook create',
-  synopsis: `--client <clientId> --url <https://…> --events <type,type,…|all>`,
+  synopsis: `--client <clientId> --url <https://…> --events <type,type,…|all> [--max-in-flight <n>]`,
   summary:
     `Register a webhook endpoint of a client for event types (${webhookEventTypes.join(', ')}); prints its signing ` +
-    'secret this once. The URL must be http(s) and resolve to public addresses (unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true).',
+    'secret this once. The URL must be http(s) and resolve to public addresses (unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true). ' +
+    '--max-in-flight: attempts in flight to it at once (default WEBHOOK_ENDPOINT_CONCURRENCY, at most WEBHOOK_ENDPOINT_CONCURRENCY_MAX).',
   parse(args) {
-    const v = parseOptions(args, { client: { type: 'string' }, url: { type: 'string' }, events: { type: 'string' } });
+    const v = parseOptions(args, {
+      client: { type: 'string' },
+      url: { type: 'string' },
+      events: { type: 'string' },
+      'max-in-flight': { type: 'string' },
+    });
     const clientId = uuidArg(required(v.client, 'client'), 'client');
-    return { clientId, url: urlArg(required(v.url, 'url')), events: eventsArg(required(v.events, 'events')) };
+    const maxInFlight = v['max-in-flight'];
+    return {
+      clientId,
+      url: urlArg(required(v.url, 'url')),
+      events: eventsArg(required(v.events, 'events')),
+      maxInFlight: maxInFlight === undefined ? null : integerArg(maxInFlight, 'max-in-flight', 1, 1000),
+    };
   },
-  async run({ pool }, { clientId, url, events }) {
+  async run({ pool }, { clientId, url, events, maxInFlight }) {
+    const { endpointConcurrencyMax } = webhookSettings();
+    if (maxInFlight !== null && maxInFlight > endpointConcurrencyMax)
+      throw new AdminError(
+        `--max-in-flight must be at most ${endpointConcurrencyMax} (WEBHOOK_ENDPOINT_CONCURRENCY_MAX)`,
+      );
     const tenantId = await tenantOfClient(pool, clientId);
     if (!tenantId) throw new AdminError(`client ${clientId} not found`);
     try {
@@ -87,7 +121,7 @@ export const webhookCreate: Command<{ clientId: string; url: string; events: str
       if (err instanceof TargetRefusedError) throw new AdminError(`--url refused: ${err.message}`);
       throw err;
     }
-    const created = await createEndpoint(pool, { tenantId, clientId, url, eventTypes: events });
+    const created = await createEndpoint(pool, { tenantId, clientId, url, eventTypes: events, maxInFlight });
     return {
       endpointId: created.endpointId,
       clientId,
@@ -110,7 +144,7 @@ export const webhookList: Command<{ clientId: string }> = {
   },
   async run({ pool }, { clientId }) {
     if (!(await tenantOfClient(pool, clientId))) throw new AdminError(`client ${clientId} not found`);
-    return { endpoints: await listEndpoints(pool, clientId) };
+    return { endpoints: await listEndpoints(pool, clientId, webhookSettings()) };
   },
 };
 

@@ -60,13 +60,21 @@ async function checkUrl(url: string, allowPrivate: boolean): Promise<void> {
   }
 }
 
+/** A client's maxInFlight within the operator's bound (the schema checks only the absolute range). */
+function checkMaxInFlight(maxInFlight: number | null | undefined, webhooks: Config['webhooks']): void {
+  if (maxInFlight != null && maxInFlight > webhooks.endpointConcurrencyMax)
+    throw new AppError('validation_failed', 'The request body is invalid.', {
+      maxInFlight: [`must be at most ${webhooks.endpointConcurrencyMax} (WEBHOOK_ENDPOINT_CONCURRENCY_MAX)`],
+    });
+}
+
 /** Stored subscription of validated names (the schema admits only known types and "all" alone). */
 const subscription = (names: string[]) => subscriptionOf(names)!;
 
 export const webhookEndpointRoutes = (pool: TenantPool, webhooks: Config['webhooks']): RouteDefinition[] => {
   const ref = (endpointId: string, clientId: string): EndpointRef => ({ endpointId, clientId });
   const mustGet = async (tx: TenantTx, r: EndpointRef) => {
-    const endpoint = await getEndpoint(tx, r);
+    const endpoint = await getEndpoint(tx, r, webhooks);
     if (!endpoint) throw notFound(`Webhook endpoint ${r.endpointId}`);
     return endpoint;
   };
@@ -94,6 +102,7 @@ export const webhookEndpointRoutes = (pool: TenantPool, webhooks: Config['webhoo
       errorDescriptions: { 409: 'The client has as many endpoints as it may (webhook_endpoint_limit).' },
       responses: { 201: { description: 'Registered; store the secret now', schema: createdEndpointSchema } },
       async handler({ body, client }) {
+        checkMaxInFlight(body.maxInFlight, webhooks);
         await checkUrl(body.url, webhooks.allowPrivateTargets);
         return pool.run(client.tenantId, async (tx) => {
           if ((await countEndpoints(tx, client.clientId)) >= webhooks.endpointsPerClient) {
@@ -109,6 +118,7 @@ export const webhookEndpointRoutes = (pool: TenantPool, webhooks: Config['webhoo
             clientId: client.clientId,
             url: body.url,
             eventTypes: subscription(body.events),
+            maxInFlight: body.maxInFlight,
           });
           const endpoint = await mustGet(tx, ref(created.endpointId, client.clientId));
           return { status: 201, body: { ...endpoint, secret: created.secret } };
@@ -127,7 +137,7 @@ export const webhookEndpointRoutes = (pool: TenantPool, webhooks: Config['webhoo
       async handler({ client }) {
         return {
           status: 200,
-          body: { items: await pool.run(client.tenantId, (tx) => listEndpoints(tx, client.clientId)) },
+          body: { items: await pool.run(client.tenantId, (tx) => listEndpoints(tx, client.clientId, webhooks)) },
         };
       },
     }),
@@ -151,18 +161,22 @@ export const webhookEndpointRoutes = (pool: TenantPool, webhooks: Config['webhoo
       method: 'patch',
       path: one,
       operationId: 'updateWebhookEndpoint',
-      summary: 'Change the URL and/or the subscribed event types',
-      description: 'A new URL is checked as on create. Deliveries already queued go to the new URL.',
+      summary: 'Change the URL, the subscribed event types and/or the attempts in flight',
+      description:
+        'A new URL is checked as on create. Deliveries already queued go to the new URL. maxInFlight null: back to ' +
+        "the operator's default.",
       body: updateEndpointBody,
       responses: { 200: { description: 'The changed endpoint', schema: endpointSchema } },
       async handler({ params, body, client }) {
         const r = ref(params.endpointId, client.clientId);
         await pool.run(client.tenantId, (tx) => mustFind(tx, r));
+        checkMaxInFlight(body.maxInFlight, webhooks);
         if (body.url !== undefined) await checkUrl(body.url, webhooks.allowPrivateTargets);
         return pool.run(client.tenantId, async (tx) => {
           const changed = await updateEndpoint(tx, r, {
             url: body.url ?? null,
             eventTypes: body.events ? subscription(body.events) : null,
+            maxInFlight: body.maxInFlight,
           });
           if (!changed) throw notFound(`Webhook endpoint ${params.endpointId}`);
           return { status: 200, body: await mustGet(tx, r) };
@@ -196,7 +210,7 @@ export const webhookEndpointRoutes = (pool: TenantPool, webhooks: Config['webhoo
             : 'Enable an endpoint (also one disabled for failing): its waiting deliveries resume',
         description:
           verb === 'enable'
-            ? 'Consecutive failures are reset. Events raised while it was disabled were not queued: replay them with replay-failed.'
+            ? 'Consecutive failures are reset and the breaker closed. Events raised while it was disabled were not queued: replay them with replay-failed.'
             : 'Deliveries already queued wait (they are sent after enable); events raised meanwhile are not queued for it.',
         responses: { 200: { description: 'The endpoint', schema: endpointSchema } },
         async handler({ params, client }) {

@@ -42,13 +42,34 @@ const urlSchema = z
       '"https://example.com/a%20b"; at most 2000 characters also once normalised.',
   });
 
+const maxInFlightSchema = z
+  .number()
+  .int()
+  .min(1)
+  .max(1000)
+  .nullable()
+  .meta({
+    description:
+      'Attempts in flight to this endpoint at once, across all dispatchers: its share of delivery capacity. At most ' +
+      "the operator's WEBHOOK_ENDPOINT_CONCURRENCY_MAX (16 by default; 400 validation_failed above it); null or " +
+      "absent: the operator's default, WEBHOOK_ENDPOINT_CONCURRENCY (4). Raise it for a receiver that answers " +
+      'slowly but takes many requests at once.',
+    example: 8,
+  });
+
 export const createEndpointBody = z
-  .strictObject({ url: urlSchema, events: eventNamesSchema })
+  .strictObject({ url: urlSchema, events: eventNamesSchema, maxInFlight: maxInFlightSchema.optional() })
   .meta({ id: 'WebhookEndpointCreate' });
 
 export const updateEndpointBody = z
-  .strictObject({ url: urlSchema.optional(), events: eventNamesSchema.optional() })
-  .refine((b) => b.url !== undefined || b.events !== undefined, { message: 'give url, events or both' })
+  .strictObject({
+    url: urlSchema.optional(),
+    events: eventNamesSchema.optional(),
+    maxInFlight: maxInFlightSchema.optional(),
+  })
+  .refine((b) => b.url !== undefined || b.events !== undefined || b.maxInFlight !== undefined, {
+    message: 'give url, events, maxInFlight or several',
+  })
   .meta({ id: 'WebhookEndpointUpdate' });
 
 export const rotateSecretBody = z
@@ -89,6 +110,26 @@ export const endpointSchema = z
     disabledReason: z.string().nullable(),
     disabledAt: isoTime().nullable(),
     consecutiveFailures: count().meta({ description: 'Failed attempts since the last success.' }),
+    maxInFlight: z.number().int().min(1).meta({
+      description:
+        'Attempts in flight to this endpoint at once (the one set, or the operator default; never above the operator maximum).',
+    }),
+    breaker: z
+      .strictObject({
+        state: z.enum(['Closed', 'Open', 'HalfOpen']).meta({
+          description:
+            'Closed: deliveries go out. Open: the endpoint failed WEBHOOK_BREAKER_FAILURES (5) attempts in a row; ' +
+            'nothing is sent to it until nextProbeAt, its deliveries wait without using up their retries. HalfOpen: ' +
+            'one delivery at a time goes out as a probe; a success closes the breaker, a failure opens it again for ' +
+            'twice as long (30 s doubling to 15 min by default).',
+        }),
+        openedAt: isoTime().nullable().meta({ description: 'When it opened (first of the opens in a row).' }),
+        nextProbeAt: isoTime()
+          .nullable()
+          .meta({ description: 'When (Open) or since when (HalfOpen) a probe may go out.' }),
+        opensInARow: count().meta({ description: 'Opens since the last success: the wait doubles with each.' }),
+      })
+      .meta({ id: 'WebhookEndpointBreaker', description: "The endpoint's circuit breaker." }),
     lastSuccessAt: isoTime().nullable(),
     lastFailureAt: isoTime().nullable(),
     secretRotatedAt: isoTime().nullable(),

@@ -16,6 +16,8 @@ export type EndpointSummary = {
   disabledReason: string | null;
   disabledAt: string | null;
   consecutiveFailures: number;
+  maxInFlight: number;
+  breaker: EndpointBreaker;
   lastSuccessAt: string | null;
   lastFailureAt: string | null;
   secretRotatedAt: string | null;
@@ -25,18 +27,35 @@ export type EndpointSummary = {
   createdAt: string;
 };
 
+/**
+ * The endpoint's circuit breaker (workers/webhooks/breaker.ts): Closed, Open (nothing is sent
+ * until nextProbeAt) or HalfOpen (one delivery at a time, the probe, is sent).
+ */
+export type EndpointBreaker = {
+  state: 'Closed' | 'Open' | 'HalfOpen';
+  openedAt: string | null;
+  nextProbeAt: string | null;
+  opensInARow: number;
+};
+
+/**
+ * Attempts in flight to one endpoint: the operator's default where the client set none, never
+ * above the operator's maximum (WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_ENDPOINT_CONCURRENCY_MAX).
+ */
+export type InFlightBounds = { endpointConcurrency: number; endpointConcurrencyMax: number };
+
 /** The events column: ['*'] is every type. */
 export const eventsOut = (types: string[]) => (types.length === 1 && types[0] === '*' ? ['all'] : types);
 
 /** A new endpoint of the client (of that tenant: the caller knows it, from authentication or a lookup). */
 export async function createEndpoint(
   db: Tx,
-  input: { tenantId: string; clientId: string; url: string; eventTypes: string[] | '*' },
+  input: { tenantId: string; clientId: string; url: string; eventTypes: string[] | '*'; maxInFlight?: number | null },
 ): Promise<{ endpointId: string; secret: string; createdAt: string }> {
   const secret = generateWebhookSecret();
   const { rows } = await db.query(
-    `INSERT INTO webhook_endpoints (id, tenant_id, client_id, url, event_types, secret)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_at`,
+    `INSERT INTO webhook_endpoints (id, tenant_id, client_id, url, event_types, secret, max_in_flight)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, created_at`,
     [
       randomUUID(),
       input.tenantId,
@@ -44,6 +63,7 @@ export async function createEndpoint(
       input.url,
       input.eventTypes === '*' ? ['*'] : input.eventTypes,
       secret,
+      input.maxInFlight ?? null,
     ],
   );
   return { endpointId: rows[0].id, secret, createdAt: iso(rows[0].created_at)! };
@@ -58,7 +78,8 @@ const refValues = (ref: EndpointRef) => [ref.endpointId, ref.clientId ?? null];
 
 const summaryColumns = `
   ep.id, ep.client_id, ep.url, ep.event_types, ep.status, ep.disabled_reason, ep.disabled_at,
-  ep.consecutive_failures, ep.last_success_at, ep.last_failure_at, ep.secret_rotated_at,
+  ep.consecutive_failures, ep.last_success_at, ep.last_failure_at, ep.secret_rotated_at, ep.max_in_flight,
+  ep.breaker_opened_at, ep.breaker_probe_at, ep.breaker_trips, ep.breaker_probe_at <= now() AS probe_due,
   CASE WHEN ep.previous_secret_expires_at > now() THEN ep.previous_secret_expires_at END AS previous_until,
   ep.created_at,
   (SELECT count(*) FILTER (WHERE d.status = 'Pending')::int FROM webhook_deliveries d WHERE d.endpoint_id = ep.id) AS pending,
@@ -67,38 +88,47 @@ const summaryColumns = `
   (SELECT count(*) FILTER (WHERE d.status = 'Failed')::int FROM webhook_deliveries d WHERE d.endpoint_id = ep.id) AS failed,
   (SELECT count(*)::int FROM webhook_attempts a WHERE a.endpoint_id = ep.id AND a.outcome <> 'Succeeded') AS failed_attempts`;
 
-const summaryOf = (r: any): EndpointSummary => ({
-  endpointId: r.id,
-  clientId: r.client_id,
-  url: r.url,
-  events: eventsOut(r.event_types),
-  status: r.status,
-  disabledReason: r.disabled_reason,
-  disabledAt: iso(r.disabled_at),
-  consecutiveFailures: r.consecutive_failures,
-  lastSuccessAt: iso(r.last_success_at),
-  lastFailureAt: iso(r.last_failure_at),
-  secretRotatedAt: iso(r.secret_rotated_at),
-  previousSecretValidUntil: iso(r.previous_until),
-  deliveries: { pending: r.pending, delivering: r.delivering, succeeded: r.succeeded, failed: r.failed },
-  failedAttempts: r.failed_attempts,
-  createdAt: iso(r.created_at)!,
-});
+const summaryOf =
+  (bounds: InFlightBounds) =>
+  (r: any): EndpointSummary => ({
+    endpointId: r.id,
+    clientId: r.client_id,
+    url: r.url,
+    events: eventsOut(r.event_types),
+    status: r.status,
+    disabledReason: r.disabled_reason,
+    disabledAt: iso(r.disabled_at),
+    consecutiveFailures: r.consecutive_failures,
+    maxInFlight: Math.min(r.max_in_flight ?? bounds.endpointConcurrency, bounds.endpointConcurrencyMax),
+    breaker: {
+      state: r.breaker_opened_at === null ? 'Closed' : r.probe_due ? 'HalfOpen' : 'Open',
+      openedAt: iso(r.breaker_opened_at),
+      nextProbeAt: iso(r.breaker_probe_at),
+      opensInARow: r.breaker_trips,
+    },
+    lastSuccessAt: iso(r.last_success_at),
+    lastFailureAt: iso(r.last_failure_at),
+    secretRotatedAt: iso(r.secret_rotated_at),
+    previousSecretValidUntil: iso(r.previous_until),
+    deliveries: { pending: r.pending, delivering: r.delivering, succeeded: r.succeeded, failed: r.failed },
+    failedAttempts: r.failed_attempts,
+    createdAt: iso(r.created_at)!,
+  });
 
-export async function listEndpoints(db: Tx, clientId: string): Promise<EndpointSummary[]> {
+export async function listEndpoints(db: Tx, clientId: string, bounds: InFlightBounds): Promise<EndpointSummary[]> {
   const { rows } = await db.query(
     `SELECT ${summaryColumns} FROM webhook_endpoints ep WHERE ep.client_id = $1 ORDER BY ep.created_at, ep.id`,
     [clientId],
   );
-  return rows.map(summaryOf);
+  return rows.map(summaryOf(bounds));
 }
 
-export async function getEndpoint(db: Tx, ref: EndpointRef): Promise<EndpointSummary | null> {
+export async function getEndpoint(db: Tx, ref: EndpointRef, bounds: InFlightBounds): Promise<EndpointSummary | null> {
   const { rows } = await db.query(
     `SELECT ${summaryColumns} FROM webhook_endpoints ep WHERE ${refWhere(1)}`,
     refValues(ref),
   );
-  return rows[0] ? summaryOf(rows[0]) : null;
+  return rows[0] ? summaryOf(bounds)(rows[0]) : null;
 }
 
 export const countEndpoints = async (db: Tx, clientId: string): Promise<number> =>
@@ -117,17 +147,21 @@ export async function findEndpoint(db: Tx, ref: EndpointRef) {
   );
 }
 
-/** Changes the URL and/or the subscribed types (null: unchanged); false when there is no such endpoint. */
+/**
+ * Changes the URL and/or the subscribed types (null: unchanged) and/or the endpoint's attempts in
+ * flight (undefined: unchanged; null: the operator's default); false when there is no such endpoint.
+ */
 export async function updateEndpoint(
   db: Tx,
   ref: EndpointRef,
-  change: { url: string | null; eventTypes: string[] | '*' | null },
+  change: { url: string | null; eventTypes: string[] | '*' | null; maxInFlight?: number | null },
 ): Promise<boolean> {
   const types = change.eventTypes === '*' ? ['*'] : change.eventTypes;
   const { rowCount } = await db.query(
-    `UPDATE webhook_endpoints ep SET url = coalesce($3, url), event_types = coalesce($4, event_types), updated_at = now()
+    `UPDATE webhook_endpoints ep SET url = coalesce($3, url), event_types = coalesce($4, event_types),
+            max_in_flight = CASE WHEN $5 THEN $6::integer ELSE max_in_flight END, updated_at = now()
       WHERE ${refWhere(1)}`,
-    [...refValues(ref), change.url, types],
+    [...refValues(ref), change.url, types, change.maxInFlight !== undefined, change.maxInFlight ?? null],
   );
   return rowCount === 1;
 }
@@ -194,7 +228,8 @@ export async function setEndpointStatus(db: Tx, ref: EndpointRef, status: 'Activ
   const { rows } = await db.query(
     status === 'Active'
       ? `UPDATE webhook_endpoints ep SET status = 'Active', disabled_reason = NULL, disabled_at = NULL,
-                consecutive_failures = 0, updated_at = now()
+                consecutive_failures = 0, breaker_opened_at = NULL, breaker_probe_at = NULL, breaker_trips = 0,
+                updated_at = now()
           WHERE ${refWhere(1)} RETURNING id, status, disabled_reason, disabled_at`
       : `UPDATE webhook_endpoints ep SET status = 'Disabled', disabled_reason = $3,
                 disabled_at = coalesce(disabled_at, now()), updated_at = now()

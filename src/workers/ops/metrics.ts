@@ -3,8 +3,10 @@ import { importJobStatuses } from '../../shared/inbound/import-job.js';
 import { registerDependencyGauge } from '../../shared/dependency-gauge.js';
 import type { PartitionLag } from '../../shared/kafka/bus.js';
 import type { Readiness } from './readiness.js';
+import type { WebhookQueue } from './scrape-queries.js';
 import {
   inboundChunkOutcomes,
+  type BreakerTransition,
   type MessageOutcome,
   type WebhookOutcome,
   type WorkerMetrics,
@@ -21,8 +23,8 @@ export type ScrapeSources = {
     groups: { groupId: string; topics: string[] }[];
     read(groupId: string, topics: string[]): Promise<PartitionLag[]>;
   };
-  /** Deliveries due now that a dispatcher would claim. */
-  webhookQueueDepth?: () => Promise<number>;
+  /** Deliveries due now that a dispatcher would claim; endpoints whose breaker is open. */
+  webhookQueue?: () => Promise<WebhookQueue>;
   /** Import jobs per status (statuses not listed count 0). */
   importJobsByStatus?: () => Promise<Map<string, number>>;
   /** Dead letters of each of these dead-letter topics not yet replayed or purged. */
@@ -35,6 +37,7 @@ export type WorkerRegistry = WorkerMetrics & { registry: Registry };
 
 const messageOutcomes: MessageOutcome[] = ['applied', 'failed_attempt', 'dead_lettered'];
 const webhookOutcomes: WebhookOutcome[] = ['succeeded', 'retry_scheduled', 'gave_up', 'lease_lost'];
+const breakerTransitions: BreakerTransition[] = ['opened', 'closed'];
 
 /** What a process hosts: its consumer kinds' names, and whether it runs the webhook dispatcher. */
 export type Hosted = { consumers: string[]; webhooks?: boolean };
@@ -63,6 +66,12 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
+  const webhookBreakers = new Counter({
+    name: 'webhook_breaker_transitions_total',
+    help: 'Webhook endpoint circuit breakers that opened (consecutive failures, or a failed probe) or closed (a success)',
+    labelNames: ['transition'] as const,
+    registers: [registry],
+  });
   const inboundChunks = new Counter({
     name: 'worker_inbound_chunks_total',
     help: 'Inbound target chunks by how they were applied: copied (all targets new, COPY straight into targets), upserted (staging table and upsert), duplicate (applied before), orphan (no such import job)',
@@ -71,15 +80,18 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
   });
   // Every series from the start, so rate() and alerts see a 0 before the first event.
   for (const kind of hosted.consumers) for (const outcome of messageOutcomes) messages.inc({ kind, outcome }, 0);
-  if (hosted.webhooks) for (const outcome of webhookOutcomes) webhookDeliveries.inc({ outcome }, 0);
+  if (hosted.webhooks) {
+    for (const outcome of webhookOutcomes) webhookDeliveries.inc({ outcome }, 0);
+    for (const transition of breakerTransitions) webhookBreakers.inc({ transition }, 0);
+  }
   if (hosted.consumers.some((kind) => kind === 'inbound' || kind === 'inbound-express'))
     for (const outcome of inboundChunkOutcomes) inboundChunks.inc({ outcome }, 0);
 
   // The registry collects every metric at once. A reading is tracked until its gauge and error
   // counter are updated (it never rejects), and the error counters, registered after the gauges,
   // wait for this scrape's readings: a failure shows in the same scrape.
-  const readings = new Set<Promise<void>>();
-  const reading = (work: Promise<void>): Promise<void> => {
+  const readings = new Set<Promise<unknown>>();
+  const reading = <T>(work: Promise<T>): Promise<T> => {
     readings.add(work);
     void work.finally(() => readings.delete(work));
     return work;
@@ -117,22 +129,35 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     });
   }
 
-  const depthSource = sources.webhookQueueDepth;
-  if (depthSource) {
+  const queueSource = sources.webhookQueue;
+  if (queueSource) {
+    // One count feeds both gauges: whichever is collected first reads it, the other waits for it.
+    let queueReading: Promise<WebhookQueue | null> | null = null;
+    const readQueue = () =>
+      (queueReading ??= reading(
+        queueSource().then(
+          (q) => {
+            queueReading = null;
+            return q;
+          },
+          () => {
+            queueReading = null;
+            queryErrors.inc({ metric: 'webhook_queue_depth' });
+            return null;
+          },
+        ),
+      ));
     const depth: Gauge = new Gauge({
       name: 'webhook_queue_depth',
-      help: 'Webhook deliveries due now that a dispatcher would claim (NaN when the count failed), read at scrape time',
+      help: 'Webhook deliveries due now that a dispatcher would claim (NaN when the count failed), read at scrape time; those of endpoints whose breaker is open are not counted',
       registers: [registry],
-      collect: () =>
-        reading(
-          depthSource().then(
-            (n) => depth.set(n),
-            () => {
-              depth.set(Number.NaN);
-              queryErrors.inc({ metric: 'webhook_queue_depth' });
-            },
-          ),
-        ),
+      collect: async () => depth.set((await readQueue())?.due ?? Number.NaN),
+    });
+    const breakersOpen: Gauge = new Gauge({
+      name: 'webhook_endpoints_breaker_open',
+      help: 'Active webhook endpoints whose circuit breaker is open or probing (NaN when the count failed), read at scrape time',
+      registers: [registry],
+      collect: async () => breakersOpen.set((await readQueue())?.breakersOpen ?? Number.NaN),
     });
   }
 
@@ -212,7 +237,7 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     registers: [registry],
     collect: afterReadings,
   });
-  if (depthSource) queryErrors.inc({ metric: 'webhook_queue_depth' }, 0);
+  if (queueSource) queryErrors.inc({ metric: 'webhook_queue_depth' }, 0);
   if (jobsSource) queryErrors.inc({ metric: 'import_jobs' }, 0);
   if (deadLetterSource) queryErrors.inc({ metric: 'connect_dead_letters' }, 0);
 
@@ -226,6 +251,9 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     },
     webhookAttempt(outcome) {
       webhookDeliveries.inc({ outcome });
+    },
+    webhookBreaker(transition) {
+      webhookBreakers.inc({ transition });
     },
     inboundChunk(outcome) {
       inboundChunks.inc({ outcome });

@@ -6,19 +6,26 @@ import type { PartitionOffsets } from '../../shared/kafka/bus.js';
 import type { Logger } from '../../shared/logger.js';
 import { withTimeout } from '../../shared/timeout.js';
 
-/** What the dispatcher would claim now (the WHERE of claimDeliveries in webhooks/sql.ts); uses webhook_deliveries_due_idx. */
-export const countDueDeliveries = `
-  SELECT count(*) AS due FROM webhook_deliveries d
-   WHERE d.status IN ('Pending', 'Delivering')
-     AND d.next_attempt_at <= now()
-     AND (d.lease_until IS NULL OR d.lease_until < now())
-     AND EXISTS (SELECT 1 FROM webhook_endpoints ep WHERE ep.id = d.endpoint_id AND ep.status = 'Active')`;
+/**
+ * Due deliveries (Pending whose time has come, or Delivering whose lease expired) of Active
+ * endpoints, split by whether the endpoint's breaker lets them out (the claim in
+ * webhooks/sql.ts), and the Active endpoints whose breaker is open or probing.
+ */
+export const countWebhookQueue = `
+  SELECT (SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
+           WHERE d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now()
+             AND (d.lease_until IS NULL OR d.lease_until < now())
+             AND ep.status = 'Active' AND ep.breaker_opened_at IS NULL) AS due,
+         (SELECT count(*) FROM webhook_endpoints WHERE status = 'Active' AND breaker_opened_at IS NOT NULL) AS breakers_open`;
 
 export const countImportJobsByStatus = `SELECT status, count(*) AS jobs FROM import_jobs GROUP BY status`;
 
+/** Deliveries a dispatcher would claim now; endpoints whose breaker holds theirs back. */
+export type WebhookQueue = { due: number; breakersOpen: number };
+
 export type ScrapeQueries = {
   ping(): Promise<void>;
-  webhookQueueDepth(): Promise<number>;
+  webhookQueue(): Promise<WebhookQueue>;
   importJobsByStatus(): Promise<Map<string, number>>;
   /** Dead letters of each topic not replayed or purged, given their watermarks (shared/dead-letters/depth.ts). */
   deadLetterDepths(offsets: Map<string, PartitionOffsets[]>): Promise<Map<string, number>>;
@@ -40,8 +47,11 @@ export function createScrapeQueries(databaseUrl: string, timeoutMs: number, logg
 
   return {
     ping: () => query('SELECT 1', 'postgres ping').then(() => undefined),
-    webhookQueueDepth: () =>
-      query<{ due: string }>(countDueDeliveries, 'webhook queue depth').then((rows) => Number(rows[0]!.due)),
+    webhookQueue: () =>
+      query<{ due: string; breakers_open: string }>(countWebhookQueue, 'webhook queue').then(([r]) => ({
+        due: Number(r!.due),
+        breakersOpen: Number(r!.breakers_open),
+      })),
     importJobsByStatus: () =>
       query<{ status: string; jobs: string }>(countImportJobsByStatus, 'import jobs by status').then(
         (rows) => new Map(rows.map((r) => [r.status, Number(r.jobs)])),

@@ -48,7 +48,7 @@ export async function startWorkerOps({
           ? { groups, read: (groupId, topics) => bus.consumerLag(groupId, topics, timeoutMs) }
           : undefined,
       // Counted where the work is hosted only, so N processes of other kinds do not run the same count.
-      webhookQueueDepth: webhooks ? queries.webhookQueueDepth : undefined,
+      webhookQueue: webhooks ? queries.webhookQueue : undefined,
       importJobsByStatus: consumers.some((c) => c.kind === 'inbound') ? queries.importJobsByStatus : undefined,
       deadLetters:
         consumers.length > 0

@@ -2,38 +2,16 @@ import type { Config } from '../../shared/config.js';
 import { isConnectionError } from '../../shared/db/errors.js';
 import { inTransaction, type Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logger.js';
-import { backoffMs, listedDelayMs, pause, schedules } from '../../shared/retry.js';
+import { backoffMs, pause, retrying, schedules } from '../../shared/retry.js';
 import { serviceVersion } from '../../shared/version.js';
 import { signWebhook } from '../../shared/webhooks/signing.js';
 import type { PollingWorker } from '../start-workers.js';
-import { noWorkerMetrics, type WebhookOutcome, type WorkerMetrics } from '../worker-metrics.js';
+import { noWorkerMetrics, type WorkerMetrics } from '../worker-metrics.js';
+import { DispatcherSlots } from './dispatcher-slots.js';
 import { postWebhook, type AttemptResult } from './post.js';
 import { startEventPruner } from './prune.js';
-import {
-  beginAttempt,
-  claimDeliveries,
-  disableEndpoint,
-  endpointFailed,
-  endpointSucceeded,
-  insertAttempt,
-  markGaveUp,
-  markSucceeded,
-  scheduleRetry,
-} from './sql.js';
-
-type Claimed = {
-  id: string;
-  event_id: string;
-  endpoint_id: string;
-  attempt_count: number;
-  round_attempts: number;
-  lease_token: string;
-  type: string;
-  body: string;
-  url: string;
-  secret: string;
-  previous_secret: string | null;
-};
+import { recordOutcome, type Claimed, type Recorded, type RecordSettings } from './record.js';
+import { beginAttempt, claimDeliveries, claimLockId } from './sql.js';
 
 export type DispatcherDeps = { webhooks: Config['webhooks']; logger: Logger; pool: Pool; metrics?: WorkerMetrics };
 
@@ -41,140 +19,109 @@ export type DispatcherDeps = { webhooks: Config['webhooks']; logger: Logger; poo
 export const leaseMs = (webhooks: Pick<Config['webhooks'], 'timeoutMs'>) => webhooks.timeoutMs + 5000;
 
 /**
- * The webhook dispatcher: polls PostgreSQL for due deliveries, claims them with a lease (so any
- * number of dispatcher processes share the work, and one that dies leaves leases that expire),
- * POSTs each signed event with a per-attempt timeout and records every attempt. Failures are
- * retried on the schedule; after the last one the delivery is Failed and its endpoint Disabled.
- * PostgreSQL going away stops nothing: polls back off and go on, outcomes wait to be recorded.
+ * The loop's states. polling: claims what its free slots may take. waiting: nothing more to
+ * claim now; the poll interval or a slot coming free ends it. backingOff: PostgreSQL did not
+ * answer the last poll (its failures in a row); only stop() cuts the wait short.
+ */
+type LoopState =
+  | { name: 'polling'; failures: number }
+  | { name: 'waiting' }
+  | { name: 'backingOff'; failures: number }
+  | { name: 'stopped' };
+
+/**
+ * The webhook dispatcher: polls PostgreSQL for due deliveries and claims them with a lease (any
+ * number of dispatcher processes share the work; one that dies leaves leases that expire), fairly
+ * (sql.ts claimDeliveries: each endpoint its share in flight, each tenant its share of this
+ * process's slots, round robin across tenants), POSTs each signed event with a per-attempt
+ * timeout and records every attempt (record.ts). Failures are retried on the schedule; after the
+ * last one the delivery is Failed and its endpoint Disabled; an endpoint that keeps failing is
+ * backed off as a whole by its breaker (breaker.ts). PostgreSQL going away stops nothing: polls
+ * back off and go on, outcomes wait to be recorded.
  */
 export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetrics }: DispatcherDeps): {
   stop(): Promise<void>;
 } {
   const log = logger.child({ worker: 'webhooks' });
-  const inFlight = new Set<Promise<void>>();
-  const held = new Set<string>(); // ids of the deliveries in flight here
-  let stopping = false;
-  let wake: (() => void) | null = null;
-  const nap = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        wake = null;
-        resolve();
-      }, ms);
-      wake = () => {
-        clearTimeout(timer);
-        wake = null;
-        resolve();
-      };
-    });
-  // Backing off from PostgreSQL: only stop() cuts it short, not a slot coming free.
+  const slots = new DispatcherSlots(webhooks.concurrency, webhooks.tenantSharePercent);
   const stopped = new AbortController();
-  const retryInMs = (failures: number) => backoffMs(schedules.dependencyWait, failures);
-  const backOff = (failures: number) => pause(retryInMs(failures), stopped.signal);
+  let slotFreed = new AbortController(); // aborted when a slot comes free: a waiting loop polls at once
+  const settings: RecordSettings = {
+    retryScheduleMs: webhooks.retryScheduleMs,
+    breaker: {
+      failures: webhooks.breakerFailures,
+      open: { baseMs: webhooks.breakerOpenMs, maxMs: webhooks.breakerOpenMaxMs, attempts: Infinity },
+    },
+  };
 
-  async function record(d: Claimed, startedAt: Date, result: AttemptResult): Promise<void> {
-    const delay = result.outcome === 'Succeeded' ? null : listedDelayMs(webhooks.retryScheduleMs, d.round_attempts);
-    const gaveUp = result.outcome !== 'Succeeded' && delay === null;
-    // Counted once the transaction committed: a record tried again must not count twice.
-    const recorded = await inTransaction(pool, async (tx): Promise<WebhookOutcome> => {
-      await tx.query(insertAttempt, [
-        d.id,
-        d.event_id,
-        d.endpoint_id,
-        d.attempt_count,
-        result.outcome,
-        result.statusCode,
-        result.latencyMs,
-        result.error?.slice(0, 1000) ?? null,
-        result.responseSnippet,
-        startedAt,
+  /** Claims what the free slots may take, in one transaction that waits for any other dispatcher's claim. */
+  async function claim(free: number): Promise<Claimed[]> {
+    const held = slots.heldByTenant();
+    return inTransaction(pool, async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [claimLockId]);
+      const { rows } = await tx.query<Claimed>(claimDeliveries, [
+        free,
+        leaseMs(webhooks),
+        webhooks.endpointConcurrency,
+        webhooks.endpointConcurrencyMax,
+        slots.tenantShare,
+        [...held.keys()],
+        [...held.values()],
+        slots.deliveryIds(),
       ]);
-      const error = result.error?.slice(0, 1000) ?? null;
-      const updated =
-        result.outcome === 'Succeeded'
-          ? await tx.query(markSucceeded, [d.id, d.lease_token])
-          : gaveUp
-            ? await tx.query(markGaveUp, [d.id, d.lease_token, error])
-            : await tx.query(scheduleRetry, [d.id, d.lease_token, delay, error]);
-      if (updated.rowCount === 0) {
-        // Our lease expired and another dispatcher claimed the delivery: it decides now.
-        log.warn(
-          { eventId: d.event_id, endpointId: d.endpoint_id },
-          'webhook lease lost before the outcome was recorded',
-        );
-        return 'lease_lost';
-      }
-      if (result.outcome === 'Succeeded') {
-        await tx.query(endpointSucceeded, [d.endpoint_id]);
-        return 'succeeded';
-      }
-      await tx.query(endpointFailed, [d.endpoint_id]);
-      if (gaveUp) {
-        const attempts = d.round_attempts;
-        const reason =
-          `delivery of ${d.event_id} (${d.type}) failed ${attempts} attempt${attempts === 1 ? '' : 's'}; ` +
-          `last: ${result.error ?? result.outcome}`;
-        const disabled = await tx.query(disableEndpoint, [d.endpoint_id, reason.slice(0, 1000)]);
-        if (disabled.rowCount)
-          log.error(
-            {
-              endpointId: d.endpoint_id,
-              clientId: disabled.rows[0].client_id,
-              url: d.url,
-              eventId: d.event_id,
-              reason,
-            },
-            'webhook endpoint disabled: it kept failing',
-          );
-        return 'gave_up';
-      }
-      return 'retry_scheduled';
+      return rows;
     });
-    metrics.webhookAttempt(recorded);
-    const level = result.outcome === 'Succeeded' ? 'debug' : 'warn';
-    log[level](
-      {
-        eventId: d.event_id,
-        endpointId: d.endpoint_id,
-        attempt: d.attempt_count,
-        outcome: result.outcome,
-        statusCode: result.statusCode,
-        latencyMs: result.latencyMs,
-        error: result.error,
-        nextAttemptInMs: delay,
-      },
-      'webhook attempt',
-    );
   }
 
-  /**
-   * Records an outcome, retrying while PostgreSQL is unreachable: the POST was made, and once the
-   * record lands (lease token still ours) nothing is sent again. Gives up only on another kind of
-   * error or when stopping; then the lease expires and the delivery is tried again.
-   */
-  async function recordUntilDone(d: Claimed, startedAt: Date, result: AttemptResult): Promise<void> {
-    for (let failures = 1; ; failures++) {
-      try {
-        await record(d, startedAt, result);
-        return;
-      } catch (err) {
-        if (!isConnectionError(err) || stopping) throw err;
-        log.warn(
-          {
-            err,
-            eventId: d.event_id,
-            endpointId: d.endpoint_id,
-            outcome: result.outcome,
-            retryInMs: retryInMs(failures),
-          },
-          'webhook attempt made but not recorded yet (PostgreSQL unreachable); retrying',
-        );
-        await backOff(failures);
+  async function step(state: LoopState): Promise<LoopState> {
+    if (stopped.signal.aborted) return { name: 'stopped' };
+    switch (state.name) {
+      case 'polling': {
+        const free = slots.free();
+        if (free === 0) return { name: 'waiting' };
+        let claimed: Claimed[];
+        try {
+          claimed = await claim(free);
+        } catch (err) {
+          const failures = state.failures + 1;
+          log.warn(
+            { err, failures, retryInMs: backoffMs(schedules.dependencyWait, failures) },
+            'webhook poll failed; retrying',
+          );
+          return { name: 'backingOff', failures };
+        }
+        if (state.failures > 0) log.info({ failures: state.failures }, 'webhook polling works again');
+        for (const d of claimed) launch(d);
+        // A full claim means more may be due: poll again at once.
+        return claimed.length === free ? { name: 'polling', failures: 0 } : { name: 'waiting' };
       }
+      case 'waiting': {
+        await pause(webhooks.pollIntervalMs, AbortSignal.any([stopped.signal, slotFreed.signal]));
+        if (slotFreed.signal.aborted) slotFreed = new AbortController();
+        return { name: 'polling', failures: 0 };
+      }
+      case 'backingOff': {
+        await pause(backoffMs(schedules.dependencyWait, state.failures), stopped.signal);
+        return { name: 'polling', failures: state.failures };
+      }
+      case 'stopped':
+        return state;
     }
   }
 
+  function launch(d: Claimed) {
+    const inSlot = slots.take(d, () =>
+      attempt(d).catch((err: unknown) =>
+        // Not recorded (an error other than PostgreSQL being away, or stopping while it was): the
+        // lease expires and the delivery is tried again.
+        log.error({ err, eventId: d.event_id, endpointId: d.endpoint_id }, 'webhook attempt could not be recorded'),
+      ),
+    );
+    void inSlot.finally(() => slotFreed.abort());
+  }
+
   async function attempt(d: Claimed): Promise<void> {
+    const context = { eventId: d.event_id, endpointId: d.endpoint_id };
     // The lease began at the claim; restart it now so it covers the attempt and not whatever
     // delayed us since (a starved process, a slow answer). Not ours any more: send nothing.
     let begun;
@@ -182,16 +129,13 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       begun = await pool.query(beginAttempt, [d.id, d.lease_token, leaseMs(webhooks)]);
     } catch (err) {
       log.warn(
-        { err, eventId: d.event_id, endpointId: d.endpoint_id },
+        { err, ...context },
         'webhook attempt not begun (PostgreSQL unreachable?); tried again when its lease expires',
       );
       return;
     }
     if (begun.rowCount === 0) {
-      log.warn(
-        { eventId: d.event_id, endpointId: d.endpoint_id },
-        'webhook lease lost before the attempt began: not sent (another dispatcher has it)',
-      );
+      log.warn(context, 'webhook lease lost before the attempt began: not sent (another dispatcher has it)');
       return;
     }
     const startedAt = new Date();
@@ -204,59 +148,74 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       timeoutMs: webhooks.timeoutMs,
       allowPrivate: webhooks.allowPrivateTargets,
     });
-    await recordUntilDone(d, startedAt, result);
+    // The POST was made: once its record lands (lease token still ours) nothing is sent again, so
+    // it is retried while PostgreSQL is unreachable. Stopping meanwhile leaves the lease to expire.
+    const recorded = await retrying(
+      schedules.dependencyWait,
+      () => recordOutcome(pool, settings, d, startedAt, result),
+      {
+        retriable: isConnectionError,
+        signal: stopped.signal,
+        onRetry: (err, failures, retryInMs) =>
+          log.warn(
+            { err, ...context, outcome: result.outcome, failures, retryInMs },
+            'webhook attempt made but not recorded yet (PostgreSQL unreachable); retrying',
+          ),
+      },
+    );
+    report(d, result, recorded);
   }
 
-  function launch(d: Claimed) {
-    const p: Promise<void> = attempt(d)
-      .catch((err: unknown) =>
-        // Not recorded (an error other than PostgreSQL being away, or stopping while it was): the
-        // lease expires and the delivery is tried again.
-        log.error({ err, eventId: d.event_id, endpointId: d.endpoint_id }, 'webhook attempt could not be recorded'),
-      )
-      .finally(() => {
-        inFlight.delete(p);
-        held.delete(d.id);
-        wake?.();
-      });
-    inFlight.add(p);
-    held.add(d.id);
-  }
-
-  let failures = 0; // consecutive failed polls
-  const loop = (async () => {
-    while (!stopping) {
-      // Only as many as there are free slots now: each claimed delivery is attempted at once.
-      const free = webhooks.concurrency - inFlight.size;
-      let claimed = 0;
-      if (free > 0) {
-        try {
-          const { rows } = await pool.query<Claimed>(claimDeliveries, [free, leaseMs(webhooks), [...held]]);
-          claimed = rows.length;
-          for (const row of rows) launch(row);
-          if (failures > 0) log.info({ failures }, 'webhook polling works again');
-          failures = 0;
-        } catch (err) {
-          failures++;
-          log.warn({ err, failures, retryInMs: retryInMs(failures) }, 'webhook poll failed; retrying');
-          await backOff(failures);
-          continue;
+  /** Logs and counts a recorded outcome (after its commit: a record tried again must not count twice). */
+  function report(d: Claimed, result: AttemptResult, recorded: Recorded) {
+    metrics.webhookAttempt(recorded.outcome);
+    const context = { eventId: d.event_id, endpointId: d.endpoint_id, attempt: d.attempt_count };
+    const attemptFields = { outcome: result.outcome, statusCode: result.statusCode, latencyMs: result.latencyMs };
+    switch (recorded.outcome) {
+      case 'succeeded':
+        log.debug({ ...context, ...attemptFields }, 'webhook attempt');
+        if (recorded.breakerClosed) {
+          metrics.webhookBreaker('closed');
+          log.info(context, 'webhook endpoint breaker closed: its probe succeeded');
         }
-      }
-      if (stopping) break;
-      // A full claim means more may be due: poll again at once once a slot is free.
-      if (claimed > 0 && claimed === free && inFlight.size < webhooks.concurrency) continue;
-      await nap(webhooks.pollIntervalMs);
+        return;
+      case 'lease_lost':
+        log.warn(context, 'webhook lease lost before the outcome was recorded');
+        return;
+      case 'retry_scheduled':
+        log.warn(
+          { ...context, ...attemptFields, error: result.error, nextAttemptInMs: recorded.retryInMs },
+          'webhook attempt',
+        );
+        break;
+      case 'gave_up':
+        log.warn({ ...context, ...attemptFields, error: result.error, nextAttemptInMs: null }, 'webhook attempt');
+        if (recorded.disabled)
+          log.error(
+            { ...context, clientId: recorded.disabled.client_id, url: d.url, reason: recorded.disabled.reason },
+            'webhook endpoint disabled: it kept failing',
+          );
+        break;
     }
+    if (recorded.breakerOpened) {
+      metrics.webhookBreaker('opened');
+      log.warn(
+        { ...context, probeInMs: recorded.breakerOpened.waitMs, opensInARow: recorded.breakerOpened.trips },
+        'webhook endpoint breaker opened: nothing is sent to it until its probe',
+      );
+    }
+  }
+
+  const loop = (async () => {
+    let state: LoopState = { name: 'polling', failures: 0 };
+    while (state.name !== 'stopped') state = await step(state);
   })();
 
   return {
     async stop() {
-      stopping = true;
       stopped.abort();
-      wake?.();
       await loop;
-      await Promise.allSettled([...inFlight]); // in-flight attempts finish (each bounded by the timeout)
+      await slots.settled(); // in-flight attempts finish (each bounded by the timeout)
     },
   };
 }

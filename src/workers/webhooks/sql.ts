@@ -1,32 +1,68 @@
 // Statements of the webhook dispatcher, kept apart from the logic.
 
+/** Serialises claims across dispatchers (pg_advisory_xact_lock): see claimDeliveries. */
+export const claimLockId = 7_239_014_561;
+
 /**
- * Claims up to $1 due deliveries of Active endpoints for $2 ms: Pending ones whose time has come
- * and Delivering ones whose lease expired (their dispatcher died mid-attempt). SKIP LOCKED lets
- * several dispatchers claim side by side; the new lease_token tells whether a dispatcher still
- * holds the delivery when it begins the attempt and when it records the outcome. $3: ids this
+ * Claims due deliveries fairly, for $2 ms each. Due: Pending ones whose time has come and
+ * Delivering ones whose lease expired (their dispatcher died mid-attempt), of Active endpoints
+ * whose breaker lets something through.
+ *
+ * - Per endpoint: at most its share in flight at once, across all dispatchers (max_in_flight, or
+ *   $3 where unset, never above $4; one while its breaker is half open, probing), oldest due first.
+ * - Per tenant: this dispatcher's slots it may still take ($5 minus what it holds here, given as
+ *   $6 tenant ids and $7 counts), one endpoint after another (the first due of every endpoint,
+ *   then the second …).
+ * - Across tenants: round robin (every tenant's first, then every tenant's second …), $1 in all.
+ *
+ * Runs after pg_advisory_xact_lock(claimLockId) in its transaction: one claim at a time, so the
+ * counts of attempts in flight it reads cannot be raced by another dispatcher's claim. FOR UPDATE
+ * SKIP LOCKED still skips a delivery whose outcome is being recorded right now. $8: ids this
  * dispatcher is still working on (an outcome waiting for PostgreSQL to come back), never its own
  * to take again. Returns what the attempt needs.
  */
 export const claimDeliveries = `
-  WITH due AS (
+  WITH endpoint_room AS (
+    SELECT ep.id, ep.tenant_id,
+           CASE WHEN ep.breaker_opened_at IS NULL THEN least(coalesce(ep.max_in_flight, $3), $4) ELSE 1 END
+             - (SELECT count(*) FROM webhook_deliveries f
+                 WHERE f.endpoint_id = ep.id AND f.status = 'Delivering' AND f.lease_until >= now()) AS room
+      FROM webhook_endpoints ep
+     WHERE ep.status = 'Active'
+       AND (ep.breaker_probe_at IS NULL OR ep.breaker_probe_at <= now())
+       AND EXISTS (SELECT FROM webhook_deliveries d
+                    WHERE d.endpoint_id = ep.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now())
+  ), candidates AS (
+    SELECT c.id, r.tenant_id, c.next_attempt_at,
+           row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.id) AS endpoint_rank
+      FROM endpoint_room r
+     CROSS JOIN LATERAL (
+       SELECT d.id, d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.endpoint_id = r.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now()
+          AND (d.lease_until IS NULL OR d.lease_until < now())
+          AND d.id <> ALL($8::bigint[])
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT greatest(r.room, 0)) c
+  ), ranked AS (
+    SELECT c.id, c.next_attempt_at,
+           row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.endpoint_rank, c.next_attempt_at, c.id) AS tenant_rank,
+           $5 - coalesce(held.n, 0) AS tenant_room
+      FROM candidates c
+      LEFT JOIN unnest($6::uuid[], $7::int[]) AS held(tenant_id, n) ON held.tenant_id = c.tenant_id
+  ), picked AS (
     SELECT d.id FROM webhook_deliveries d
-     WHERE d.status IN ('Pending', 'Delivering')
-       AND d.next_attempt_at <= now()
-       AND (d.lease_until IS NULL OR d.lease_until < now())
-       AND d.id <> ALL($3::bigint[])
-       AND EXISTS (SELECT 1 FROM webhook_endpoints ep WHERE ep.id = d.endpoint_id AND ep.status = 'Active')
-     ORDER BY d.next_attempt_at
-     LIMIT $1
-     FOR UPDATE OF d SKIP LOCKED
+      JOIN (SELECT id, tenant_rank, next_attempt_at FROM ranked WHERE tenant_rank <= tenant_room
+             ORDER BY tenant_rank, next_attempt_at, id LIMIT $1) p ON p.id = d.id
+     WHERE d.status IN ('Pending', 'Delivering') AND (d.lease_until IS NULL OR d.lease_until < now())
+       FOR UPDATE OF d SKIP LOCKED
   ), claimed AS (
     UPDATE webhook_deliveries d
        SET status = 'Delivering', lease_until = now() + $2 * interval '1 millisecond', lease_token = gen_random_uuid(),
            attempt_count = d.attempt_count + 1, round_attempts = d.round_attempts + 1, updated_at = now()
-      FROM due WHERE d.id = due.id
-    RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.round_attempts, d.lease_token
+      FROM picked WHERE d.id = picked.id
+    RETURNING d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempt_count, d.round_attempts, d.lease_token
   )
-  SELECT c.id, c.event_id, c.endpoint_id, c.attempt_count, c.round_attempts, c.lease_token,
+  SELECT c.id, c.tenant_id, c.event_id, c.endpoint_id, c.attempt_count, c.round_attempts, c.lease_token,
          e.type, e.body, ep.url, ep.secret,
          CASE WHEN ep.previous_secret_expires_at > now() THEN ep.previous_secret END AS previous_secret
     FROM claimed c
@@ -73,12 +109,26 @@ export const markGaveUp = `
          updated_at = now()
    WHERE id = $1 AND lease_token = $2`;
 
+/** A success resets the failures and closes the breaker. */
 export const endpointSucceeded = `
-  UPDATE webhook_endpoints SET consecutive_failures = 0, last_success_at = now(), updated_at = now() WHERE id = $1`;
+  UPDATE webhook_endpoints
+     SET consecutive_failures = 0, last_success_at = now(), breaker_opened_at = NULL, breaker_probe_at = NULL,
+         breaker_trips = 0, updated_at = now()
+   WHERE id = $1`;
 
+/** The endpoint's failures and breaker, locked until the outcome is recorded (breaker.ts decides what changes). */
+export const lockEndpointHealth = `
+  SELECT consecutive_failures, breaker_trips, breaker_opened_at IS NOT NULL AS open,
+         breaker_probe_at <= now() AS probe_due
+    FROM webhook_endpoints WHERE id = $1 FOR UPDATE`;
+
+/** One more failure; with $2 (ms), the breaker opens (again) until now + $2, $3 its opens in a row. */
 export const endpointFailed = `
-  UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
-                               updated_at = now()
+  UPDATE webhook_endpoints
+     SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
+         breaker_opened_at = CASE WHEN $2::integer IS NULL THEN breaker_opened_at ELSE coalesce(breaker_opened_at, now()) END,
+         breaker_probe_at = CASE WHEN $2::integer IS NULL THEN breaker_probe_at ELSE now() + $2 * interval '1 millisecond' END,
+         breaker_trips = coalesce($3, breaker_trips), updated_at = now()
    WHERE id = $1`;
 
 /** After a delivery gave up: the endpoint is disabled (once) with the reason; returns a row only then. */

@@ -18,6 +18,8 @@ const endpoint = {
   disabledReason: null,
   disabledAt: null,
   consecutiveFailures: 0,
+  maxInFlight: 4,
+  breaker: { state: 'Closed', openedAt: null, nextProbeAt: null, opensInARow: 0 },
   lastSuccessAt: at('07:15:03.530'),
   lastFailureAt: null,
   secretRotatedAt: null,
