@@ -217,6 +217,45 @@ describe('webhook endpoints through the API', () => {
     expect(receiver.received('/before')).toEqual([]);
   });
 
+  it('maxInFlight: the operator default until set, settable on create and patch within the operator maximum', async () => {
+    const theirs = bearer(other.apiKey);
+    const url = `${base}/${otherEndpointId}`;
+    const read = await suite.api.get(url, { headers: theirs });
+    expect(read.body).toMatchObject({
+      maxInFlight: suite.config.webhooks.endpointConcurrency,
+      breaker: { state: 'Closed', openedAt: null, nextProbeAt: null, opensInARow: 0 },
+    });
+    const set = await suite.api.request('patch', url, { body: { maxInFlight: 8 }, headers: theirs });
+    expect(set.status, set.text).toBe(200);
+    expect(set.body.maxInFlight).toBe(8);
+    const max = suite.config.webhooks.endpointConcurrencyMax;
+    for (const refused of [0, max + 1, 1.5, '4']) {
+      const res = await suite.api.request('patch', url, { body: { maxInFlight: refused }, headers: theirs });
+      expect(res.status, `${JSON.stringify(refused)}: ${res.text}`).toBe(400);
+      expect(res.body.error.code).toBe('validation_failed');
+      expect(Object.keys(res.body.error.fieldErrors ?? {})).toContain('maxInFlight');
+    }
+    expect((await suite.api.get(url, { headers: theirs })).body.maxInFlight).toBe(8); // unchanged by the refusals
+    const reset = await suite.api.request('patch', url, { body: { maxInFlight: null }, headers: theirs });
+    expect(reset.body.maxInFlight).toBe(suite.config.webhooks.endpointConcurrency);
+
+    const made = await suite.api.post(base, {
+      body: { url: receiver.url('/capped'), events: ['all'], maxInFlight: 2 },
+      headers: theirs,
+    });
+    expect(made.status, made.text).toBe(201);
+    expect(made.body.maxInFlight).toBe(2);
+    const over = await suite.api.post(base, {
+      body: { url: receiver.url('/capped'), events: ['all'], maxInFlight: max + 1 },
+      headers: theirs,
+    });
+    expect(over.status).toBe(400);
+    expect(over.body.error.fieldErrors.maxInFlight[0]).toContain(String(max));
+    expect((await suite.api.request('delete', `${base}/${made.body.endpointId}`, { headers: theirs })).status).toBe(
+      204,
+    );
+  });
+
   it('disable holds deliveries, enable sends them; replay sends an event again under the same webhook-id', async () => {
     const held = (await created('/held')).endpointId;
     const witness = (await created('/witness')).endpointId;
