@@ -2,13 +2,9 @@
 -- Event feed positions per client (issue 39). Cursors were global positions (feed_seq): a
 -- client's cursor moved when other tenants' events were numbered, and the gap between two of its
 -- own events counted everyone else's. Now each client's events are numbered 1, 2, 3 … of its
--- own (client_seq), in feed order, by the same sequencing transaction that gives feed_seq (under
+-- own (client_seq), in feed order, by the same sequencing statement that gives feed_seq (under
 -- event_feed_head's lock), so a client's positions too become visible strictly in order.
 -- feed_seq stays: the order across clients that numbering and pruning follow.
-
--- Gateways running now number under this lock (then write webhook_events, which the ALTER below
--- locks): taking it first makes them wait instead of deadlocking with this migration.
-SELECT FROM event_feed_head FOR UPDATE;
 
 ALTER TABLE webhook_events ADD COLUMN client_seq bigint;
 
@@ -32,16 +28,6 @@ SELECT client_id, tenant_id, max(client_seq) FROM webhook_events
 
 CREATE UNIQUE INDEX webhook_events_client_seq_idx ON webhook_events (client_id, client_seq)
   WHERE client_seq IS NOT NULL;
--- What sequencing still has to number (also events an earlier release numbered by feed_seq only).
-CREATE INDEX webhook_events_client_unnumbered_idx ON webhook_events (feed_seq) WHERE client_seq IS NULL;
-
--- Cursors of the earlier release ("c1." + a feed_seq) keep working, read through the client's own
--- events: only up to the head of that time (c1_end), so they cannot place later events; and one
--- before what was pruned by then (c1_pruned_through) may have missed events, as it always could.
-ALTER TABLE event_feed_head
-  ADD COLUMN c1_end bigint NOT NULL DEFAULT 0,
-  ADD COLUMN c1_pruned_through bigint NOT NULL DEFAULT 0;
-UPDATE event_feed_head SET c1_end = last_seq, c1_pruned_through = pruned_through;
 
 -- The tenant scope (0017, 0018) reads a client's row beside its page.
 ALTER TABLE event_feed_clients ENABLE ROW LEVEL SECURITY;
@@ -52,7 +38,5 @@ GRANT SELECT ON event_feed_clients TO connect_tenant_scope;
 
 -- Down Migration
 DROP TABLE event_feed_clients;
-ALTER TABLE event_feed_head DROP COLUMN c1_end, DROP COLUMN c1_pruned_through;
-DROP INDEX webhook_events_client_unnumbered_idx;
 DROP INDEX webhook_events_client_seq_idx;
 ALTER TABLE webhook_events DROP COLUMN client_seq;

@@ -139,23 +139,4 @@ describe('event feed order', () => {
       expect(all.map((p) => p.client)).toEqual(all.map((_, i) => start + BigInt(i + 1)));
     }
   });
-
-  it('events an earlier release numbered in the feed only get their client positions in that order', async () => {
-    const start = (await read(null)).next;
-    const ids: string[] = [];
-    for (let n = 0; n < 3; n++) ids.push((await recordTestEvent(pool, owner, n)).eventId);
-    // As a gateway of the earlier release numbers: feed_seq under the head's lock, no client_seq.
-    await pool.query(
-      `WITH h AS (SELECT last_seq FROM event_feed_head FOR UPDATE),
-            b AS (SELECT id, row_number() OVER (ORDER BY created_at DESC, id DESC) AS n FROM webhook_events WHERE feed_seq IS NULL),
-            u AS (UPDATE webhook_events e SET feed_seq = h.last_seq + b.n FROM b, h WHERE e.id = b.id RETURNING 1)
-       UPDATE event_feed_head SET last_seq = last_seq + (SELECT count(*) FROM u)`,
-    );
-    expect((await pool.query('SELECT count(*)::int AS n FROM webhook_events WHERE client_seq IS NULL')).rows[0].n).toBe(
-      3,
-    );
-    const page = await read(start);
-    expect(page.ids).toEqual([...ids].reverse()); // the order that numbering gave them
-    expect(page.next).toBe(start + 3n);
-  });
 });

@@ -4,7 +4,6 @@ import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError } from '../../shared/errors.js';
 import { sequenceEvents } from '../../shared/webhooks/feed.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
-import { positionOfC1Cursor } from './c1-cursor.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { EventWaits } from './notifications.js';
 import { eventPageSchema, listEventsQuery } from './schemas.js';
@@ -12,9 +11,6 @@ import { singleFlightAfter } from './sequencer.js';
 import { readFeedPage, type FeedPage } from './store.js';
 
 const retentionHours = (events: Config['events']) => Math.round(events.retentionMs / 3_600_000);
-
-/** A page and the client position its cursor stands for ('expired': events after it may be gone). */
-type Read = { after: bigint | 'expired' | null; page: FeedPage };
 
 /** pool: unscoped, for the feed's sequencing (across tenants); tenantPool: the caller's page. */
 export const eventRoutes = (
@@ -54,24 +50,16 @@ export const eventRoutes = (
         200: { description: 'A page of events (possibly empty) and the cursor after it', schema: eventPageSchema },
       },
       async handler({ query, client, signal }) {
-        const cursor = query.after === undefined ? null : decodeCursor(query.after);
-        /** The page after the cursor, and the client position the cursor stands for. */
-        const read = async (): Promise<Read> => {
+        const after = query.after === undefined ? null : decodeCursor(query.after);
+        const read = async () => {
           await sequence();
-          return tenantPool.run(client.tenantId, async (tx) => {
-            const after =
-              cursor?.version === 1 ? await positionOfC1Cursor(tx, client.clientId, cursor.position) : cursor?.position;
-            const page = await readFeedPage(tx, client.clientId, {
-              after: after === 'expired' ? null : (after ?? null),
-              types: query.types ?? null,
-              limit: query.limit,
-            });
-            return { after: after ?? null, page };
-          });
+          return tenantPool.run(client.tenantId, (tx) =>
+            readFeedPage(tx, client.clientId, { after, types: query.types ?? null, limit: query.limit }),
+          );
         };
         // Every decision below compares the cursor with the client's own positions only.
-        const answer = ({ after, page }: Read) => {
-          if (after === 'expired' || (after !== null && after < page.prunedThrough)) {
+        const answer = (page: FeedPage) => {
+          if (after !== null && after < page.prunedThrough) {
             throw new AppError(
               'cursor_expired',
               `The cursor points before the oldest event kept (events are kept ${retentionHours(events)} hours); read again without after.`,
@@ -110,12 +98,12 @@ export const eventRoutes = (
         try {
           const deadline = Date.now() + query.wait * 1000;
           for (;;) {
-            const got = await read();
+            const page = await read();
             const remaining = deadline - Date.now();
-            if (got.page.events.length > 0 || remaining <= 0) return answer(got);
-            answer(got); // a stale or bad cursor is refused now, not after the wait
+            if (page.events.length > 0 || remaining <= 0) return answer(page);
+            answer(page); // a stale or bad cursor is refused now, not after the wait
             const outcome = await waiter.next(remaining, signal);
-            if (outcome !== 'woken') return answer(outcome === 'timeout' ? await read() : got);
+            if (outcome !== 'woken') return answer(outcome === 'timeout' ? await read() : page);
           }
         } finally {
           waiter.leave();
