@@ -32,8 +32,10 @@ export type RunningKind = {
  * - transient (deadlock, serialization, contention, anything unrecognised): retried after
  *   `schedule`'s backoff, up to its attempts, then dead-lettered; meanwhile only later messages of
  *   its key wait;
- * - outage (PostgreSQL unreachable or not migrated): no verdict, no attempt used; nothing is
- *   tried until a dependencyWait backoff has passed (every apply would fail the same way);
+ * - outage (PostgreSQL not serving writes: unreachable, restarting, read-only during a
+ *   failover, isPostgresUnavailable; or not migrated): no verdict, no attempt used, never
+ *   dead-lettered; nothing is tried until a dependencyWait backoff has passed (every apply would
+ *   fail the same way);
  * - EdgeRecordPending (its edge record is not committed yet): tried again after an
  *   edgeRecordWait backoff, holding only its key.
  * Offsets are committed only up to the oldest message not yet applied; a rebalance drops what is

@@ -1,23 +1,75 @@
 import { describe, expect, it } from 'vitest';
-import { classifyFailure, isConnectionError } from '../../src/shared/db/errors.js';
+import { classifyFailure, isPostgresUnavailable } from '../../src/shared/db/errors.js';
 import { PermanentMessageError } from '../../src/workers/permanent-error.js';
 
-describe('isConnectionError', () => {
-  it('recognises PostgreSQL going away', () => {
-    expect(isConnectionError(Object.assign(new Error('terminating connection'), { code: '57P01' }))).toBe(true);
-    expect(isConnectionError(Object.assign(new Error('x'), { code: '08006' }))).toBe(true);
-    expect(isConnectionError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe(true);
-    expect(isConnectionError(new Error('Connection terminated unexpectedly'))).toBe(true);
-    expect(isConnectionError(new Error('timeout exceeded when trying to connect'))).toBe(true);
+describe('isPostgresUnavailable: PostgreSQL is not serving writes here now', () => {
+  const pg = (code: string, message = `sqlstate ${code}`) => Object.assign(new Error(message), { code });
+
+  it.each([
+    ['08000', 'connection exception'],
+    ['08003', 'connection does not exist'],
+    ['08006', 'connection failure'],
+    ['08001', 'unable to establish a connection'],
+    ['08P01', 'protocol violation (how PgBouncer reports a lost server)'],
+    ['57P01', 'terminating connection due to administrator command'],
+    ['57P02', 'crash shutdown'],
+    ['57P03', 'the database system is starting up / in recovery'],
+    ['57P05', 'terminating connection due to idle-session timeout'],
+    ['25006', 'cannot execute INSERT in a read-only transaction (an old primary during a failover)'],
+    ['53300', 'too many connections (the new primary while every client reconnects)'],
+  ])('%s (%s)', (code, message) => {
+    expect(isPostgresUnavailable(pg(code, message))).toBe(true);
+  });
+
+  it.each([
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'ECONNABORTED',
+    'ETIMEDOUT',
+    'EPIPE',
+    'ENOTFOUND',
+    'EAI_AGAIN',
+    'EHOSTUNREACH',
+    'ENETUNREACH',
+  ])('socket error %s', (code) => {
+    expect(isPostgresUnavailable(Object.assign(new Error(`connect ${code} 10.0.0.5:5432`), { code }))).toBe(true);
+  });
+
+  it.each([
+    'Connection terminated unexpectedly',
+    'Connection terminated',
+    'Connection terminated due to connection timeout',
+    'timeout expired',
+    'timeout exceeded when trying to connect',
+    'Client has encountered a connection error and is not queryable',
+    'Client was closed and is not queryable',
+  ])('node-postgres without a SQLSTATE: "%s"', (message) => {
+    expect(isPostgresUnavailable(new Error(message))).toBe(true);
+  });
+
+  it.each([
+    ['57P04', 'database dropped'],
+    ['57014', 'statement timeout or cancel'],
+    ['40001', "serialization failure (also a standby's recovery conflict)"],
+    ['53100', 'disk full'],
+    ['22003', 'numeric field overflow'],
+    ['23505', 'unique violation'],
+    ['42P01', 'undefined table'],
+  ])('not %s (%s): classifyFailure judges it', (code, message) => {
+    expect(isPostgresUnavailable(pg(code, message))).toBe(false);
+  });
+
+  it('judges a message only by how it starts, not by text quoted in it', () => {
+    expect(isPostgresUnavailable(new Error('invalid input syntax: "Connection terminated"'))).toBe(false);
+    expect(isPostgresUnavailable(new Error('query read timeout expired'))).toBe(false);
   });
 
   it('takes anything thrown without throwing itself', () => {
     // kafkajs protocol errors carry numeric codes (27: a rebalance in progress).
-    expect(isConnectionError(Object.assign(new Error('The group is rebalancing'), { code: 27 }))).toBe(false);
-    expect(isConnectionError(Object.assign(new Error('numeric field overflow'), { code: '22003' }))).toBe(false);
-    expect(isConnectionError(undefined)).toBe(false);
-    expect(isConnectionError('a string')).toBe(false);
-    expect(isConnectionError({ code: null, message: 42 })).toBe(false);
+    expect(isPostgresUnavailable(Object.assign(new Error('The group is rebalancing'), { code: 27 }))).toBe(false);
+    expect(isPostgresUnavailable(undefined)).toBe(false);
+    expect(isPostgresUnavailable('a string')).toBe(false);
+    expect(isPostgresUnavailable({ code: null, message: 42 })).toBe(false);
   });
 });
 
@@ -59,22 +111,29 @@ describe('classifyFailure', () => {
     ['40P01', 'deadlock detected'],
     ['53100', 'disk full'],
     ['53200', 'out of memory'],
-    ['53300', 'too many connections'],
     ['55P03', 'lock not available'],
     ['55006', 'object in use'],
     ['57014', 'query canceled (statement timeout)'],
     ['58030', 'I/O error'],
     ['XX000', 'internal error'],
-    ['25006', 'read-only transaction (a failover in progress)'],
   ])('%s (%s) is transient', (code) => {
     expect(classifyFailure(pg(code))).toBe('transient');
   });
 
-  it('calls PostgreSQL being unreachable an outage, as isConnectionError does', () => {
-    expect(classifyFailure(pg('57P01'))).toBe('outage');
-    expect(classifyFailure(pg('08006'))).toBe('outage');
+  it.each([
+    ['25006', 'cannot execute INSERT in a read-only transaction'],
+    ['57P01', 'terminating connection due to administrator command'],
+    ['57P03', 'the database system is starting up'],
+    ['08006', 'connection failure'],
+    ['53300', 'sorry, too many clients already'],
+  ])('%s (%s), PostgreSQL not serving writes, is an outage: wait, never dead-letter', (code, message) => {
+    expect(classifyFailure(Object.assign(new Error(message), { code }))).toBe('outage');
+  });
+
+  it('calls every error isPostgresUnavailable accepts an outage, with or without a SQLSTATE', () => {
     expect(classifyFailure(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe('outage');
     expect(classifyFailure(new Error('Connection terminated unexpectedly'))).toBe('outage');
+    expect(classifyFailure(new Error('timeout exceeded when trying to connect'))).toBe('outage');
   });
 
   it('takes an error that says it is permanent at its word (PermanentMessageError)', () => {

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { isConnectionError } from '../../shared/db/errors.js';
+import { isPostgresUnavailable } from '../../shared/db/errors.js';
 import { AppError, unavailable } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { ClientLeftError } from './client-left.js';
@@ -43,7 +43,8 @@ export const errorHandler =
 
 function toAppError(thrown: unknown): AppError {
   if (thrown instanceof AppError) return thrown;
-  // Any path that meets an unreachable PostgreSQL answers 503 + Retry-After, never 500.
-  if (isConnectionError(thrown)) return unavailable('PostgreSQL');
+  // Any path that meets PostgreSQL not serving writes (unreachable, read-only during a failover:
+  // isPostgresUnavailable) answers 503 + Retry-After, never 500.
+  if (isPostgresUnavailable(thrown)) return unavailable('PostgreSQL');
   return new AppError('internal_error', 'An unexpected error occurred; it was logged with the request id.');
 }

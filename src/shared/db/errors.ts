@@ -1,28 +1,54 @@
 /**
- * Errors that mean "PostgreSQL is not reachable now", not a fault of the statement or the data.
+ * The one table of "PostgreSQL is not serving writes here now": no fault of the statement or
+ * the data; another attempt, on another connection, a little later, may succeed. Everything in
+ * it is transient everywhere: the gateway answers 503 + Retry-After (http/error-handler.ts,
+ * edge/record-then-produce.ts), the workers wait without using an attempt and never dead-letter
+ * (classifyFailure: `outage`), the webhook dispatcher retries recording an attempt it made, and a
+ * pool drops the connection that saw it (db/pool.ts unusableAfter: it may lead to a read-only old
+ * primary, which would otherwise stay in the pool for good).
+ *
+ * | what                               | SQLSTATE / code / message                                   | seen when                                               |
+ * |------------------------------------|-------------------------------------------------------------|---------------------------------------------------------|
+ * | connection exception               | class 08 (08000, 08003, 08006, 08001, 08004, 08P01)          | the connection broke; a proxy (PgBouncer) lost its server |
+ * | admin / crash shutdown             | 57P01, 57P02                                                | the server stops, restarts, or is demoted               |
+ * | cannot connect now                 | 57P03                                                       | starting up, shutting down, in recovery                 |
+ * | idle-session timeout               | 57P05                                                       | the server closed an idle connection                    |
+ * | read-only transaction              | 25006                                                       | a standby, or an old primary kept reachable read-only during a failover ("cannot execute INSERT in a read-only transaction") |
+ * | too many connections               | 53300                                                       | the new primary while every client reconnects           |
+ * | socket errors                      | ECONNREFUSED, ECONNRESET, ECONNABORTED, ETIMEDOUT, EPIPE, ENOTFOUND, EAI_AGAIN, EHOSTUNREACH, ENETUNREACH | nothing listens; the address moves (DNS, virtual IP) |
+ * | node-postgres without a SQLSTATE   | "Connection terminated" (… unexpectedly, … due to connection timeout), "timeout expired", "timeout exceeded when trying to connect" (pg-pool), "Client has encountered a connection error …", "Client was closed …" | the socket closed; the connect timeout or the pool's wait ran out |
+ *
+ * Not in it: 57P04 (database dropped), 57014 (statement timeout or cancel), 40001 (including a
+ * standby's recovery conflict) and other classes: classifyFailure judges those.
  * Takes anything thrown: other libraries' errors carry numeric codes (kafkajs) or none at all.
  */
-export function isConnectionError(err: unknown): boolean {
+export function isPostgresUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const { code, message } = err as { code?: unknown; message?: unknown };
-  if (typeof code === 'string') {
-    if (
-      code.startsWith('08') || // connection exception
-      code === '57P01' || // admin shutdown
-      code === '57P02' || // crash shutdown
-      code === '57P03' || // cannot connect now
-      ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)
-    ) {
-      return true;
-    }
-  }
-  return (
-    typeof message === 'string' &&
-    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
-      message,
-    )
-  );
+  if (typeof code === 'string' && (code.startsWith('08') || unavailableCodes.has(code))) return true;
+  return typeof message === 'string' && unavailableMessage.test(message);
 }
+
+const unavailableCodes = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '57P05',
+  '25006',
+  '53300',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
+const unavailableMessage =
+  /^(Connection terminated|timeout expired$|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/i;
 
 /**
  * What a failed attempt at applying a message says about trying again:
@@ -30,7 +56,8 @@ export function isConnectionError(err: unknown): boolean {
  *   statement PostgreSQL refuses): dead-letter it at once;
  * - `transient`: another attempt may succeed (a lost race, contention, a cancelled or starved
  *   statement): retry with backoff, a bounded number of times;
- * - `outage`: PostgreSQL is not reachable (isConnectionError): no verdict on the message; wait.
+ * - `outage`: PostgreSQL is not serving writes here now (isPostgresUnavailable), or the database
+ *   does not match the code: no verdict on the message; wait, however long, and never dead-letter.
  */
 export type FailureClass = 'permanent' | 'transient' | 'outage';
 
@@ -70,18 +97,19 @@ const environmentSqlStates: Record<string, string> = {
  * policy (src/workers/consumer-loop.ts). An error that says of itself `permanent: true` (the
  * workers' PermanentMessageError: undecodable, unknown version) is permanent. A PostgreSQL error
  * is judged by its SQLSTATE: classes 21, 22, 23, 42, 44 and 54 are permanent (but 23505 and
- * 23P01, see transientSqlStates); connection failures (class 08, 57P01–57P03, socket errors)
- * and a database that does not match the code (environmentSqlStates) are an outage; everything
- * else is transient: 40001 serialization failure, 40P01 deadlock, class 53 insufficient
- * resources, 55P03 lock not available, 57014 statement timeout or cancel, class 58 system errors,
- * XX internal errors, and errors without a SQLSTATE (other libraries, programming errors), so
- * what we cannot judge is retried a bounded number of times.
+ * 23P01, see transientSqlStates); PostgreSQL not serving writes (isPostgresUnavailable's table:
+ * connection loss, 25006 read-only, 53300, 57P01–57P03) and a database that does not match the
+ * code (environmentSqlStates) are an outage; everything else is transient: 40001 serialization
+ * failure, 40P01 deadlock, the rest of class 53 (disk full, out of memory), 55P03 lock not
+ * available, 57014 statement timeout or cancel, class 58 system errors, XX internal errors, and
+ * errors without a SQLSTATE (other libraries, programming errors), so what we cannot judge is
+ * retried a bounded number of times.
  */
 export function classifyFailure(err: unknown): FailureClass {
   if (typeof err === 'object' && err !== null && (err as { permanent?: unknown }).permanent === true) {
     return 'permanent';
   }
-  if (isConnectionError(err)) return 'outage';
+  if (isPostgresUnavailable(err)) return 'outage';
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return 'transient';
   if (Object.hasOwn(environmentSqlStates, code)) return 'outage';

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { isPostgresUnavailable } from './errors.js';
 
 // Return NUMERIC and BIGINT columns as strings (pg's default) and convert at the edge,
 // where the DTO says which JS type a field has: int8 ids can exceed 2^53.
@@ -58,9 +59,20 @@ export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => P
 }
 
 /**
+ * What to hand client.release() after a statement on it failed with err: err itself (the pool
+ * destroys the connection) when it says PostgreSQL is not serving writes there
+ * (isPostgresUnavailable), else undefined (the connection goes back to the pool). A connection
+ * that answered 25006 may lead to an old primary kept reachable read-only after a failover: the
+ * server answers, so pg-pool would keep it, and every transaction on it would fail for good.
+ * (pg-pool's own pool.query destroys the connection after any error.)
+ */
+export const unusableAfter = (err: unknown): Error | undefined =>
+  isPostgresUnavailable(err) ? (err instanceof Error ? err : new Error(String(err))) : undefined;
+
+/**
  * Runs fn in one transaction on a connection just checked out, and releases it: commit on
- * success, rollback on any error. A connection whose rollback failed is destroyed rather than
- * returned to the pool in an unknown state.
+ * success, rollback on any error. A connection whose rollback failed, or that said PostgreSQL is
+ * not serving writes on it (unusableAfter), is destroyed rather than returned to the pool.
  */
 export async function transactionOn<C extends PoolClient, T>(client: C, fn: (client: C) => Promise<T>): Promise<T> {
   let broken: Error | undefined;
@@ -70,7 +82,8 @@ export async function transactionOn<C extends PoolClient, T>(client: C, fn: (cli
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
+    broken = unusableAfter(err);
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken ??= rollbackErr));
     throw err;
   } finally {
     client.release(broken);

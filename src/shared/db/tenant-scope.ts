@@ -1,5 +1,5 @@
-import { isConnectionError } from './errors.js';
-import { createPool, transactionOn, type Pool, type PoolClient, type PoolOptions } from './pool.js';
+import { isPostgresUnavailable } from './errors.js';
+import { createPool, transactionOn, unusableAfter, type Pool, type PoolClient, type PoolOptions } from './pool.js';
 
 // The one way the gateway's request paths reach tenant data (issue 25): connections that
 // PostgreSQL's row-level security limits to one tenant (migrations/0017_tenant_row_security.sql).
@@ -33,7 +33,8 @@ export type TenantPool = {
   /**
    * A connection scoped to the tenant, for a caller that runs its own transaction
    * (recordThenProduce). It must end that transaction and release the connection: release(err)
-   * when it cannot tell the connection's state (a failed rollback), which destroys it.
+   * when it cannot tell the connection's state (a failed rollback) or PostgreSQL is not serving
+   * writes on it (pool.ts unusableAfter), which destroys it.
    */
   connect(tenantId: string): Promise<TenantTx>;
   /** The most connections the pool opens. */
@@ -81,10 +82,14 @@ export function createTenantPool(
     connect,
     async run(tenantId, fn) {
       const tx = await connect(tenantId);
+      let broken: Error | undefined;
       try {
         return await fn(tx);
+      } catch (err) {
+        broken = unusableAfter(err); // e.g. 25006: a read-only old primary is not kept
+        throw err;
       } finally {
-        tx.release();
+        tx.release(broken);
       }
     },
     transaction: async (tenantId, fn) => transactionOn(await connect(tenantId), fn),
@@ -103,15 +108,17 @@ export async function checkTenantScopeRole(pool: Pool): Promise<void> {
   try {
     client = await pool.connect();
   } catch (err) {
-    if (isConnectionError(err)) return;
+    if (isPostgresUnavailable(err)) return;
     throw err;
   }
   let login: string | undefined;
+  let broken: Error | undefined;
   try {
     login = (await client.query<{ login: string }>('SELECT current_user AS login')).rows[0]!.login;
     await client.query(`BEGIN; SET LOCAL ROLE ${tenantScopeRole}`);
   } catch (err) {
-    if (isConnectionError(err)) return;
+    broken = unusableAfter(err);
+    if (broken) return;
     if (login === undefined) throw err;
     throw new Error(
       `PostgreSQL role ${login} (DATABASE_URL) cannot take the tenant scope role: ${(err as Error).message}; ` +
@@ -119,6 +126,6 @@ export async function checkTenantScopeRole(pool: Pool): Promise<void> {
     );
   } finally {
     await client.query('ROLLBACK').catch(() => undefined);
-    client.release();
+    client.release(broken);
   }
 }

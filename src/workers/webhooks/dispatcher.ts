@@ -1,5 +1,5 @@
 import type { Config } from '../../shared/config.js';
-import { isConnectionError } from '../../shared/db/errors.js';
+import { isPostgresUnavailable } from '../../shared/db/errors.js';
 import { inTransaction, type Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logger.js';
 import { backoffMs, pause, retrying, schedules } from '../../shared/retry.js';
@@ -154,12 +154,12 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       schedules.dependencyWait,
       () => recordOutcome(pool, settings, d, startedAt, result),
       {
-        retriable: isConnectionError,
+        retriable: isPostgresUnavailable,
         signal: stopped.signal,
         onRetry: (err, failures, retryInMs) =>
           log.warn(
             { err, ...context, outcome: result.outcome, failures, retryInMs },
-            'webhook attempt made but not recorded yet (PostgreSQL unreachable); retrying',
+            'webhook attempt made but not recorded yet (PostgreSQL unavailable); retrying',
           ),
       },
     );
