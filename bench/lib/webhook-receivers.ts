@@ -1,0 +1,101 @@
+// The webhook receivers of bench/webhooks.ts, in a process of their own so the bench's event loop
+// (raising events, polling PostgreSQL) does not delay when a delivery is seen to arrive. Prints
+// one line `receivers: {"healthy":port,…}` once listening, then serves on 127.0.0.1:
+//
+//   healthy    answers 200 at once; records each request's arrival (path, webhook-id header, time)
+//   slow       answers 200 after BENCH_SLOW_MS (12 s: past the dispatcher's 10 s timeout)
+//   failing    answers 500 at once
+//   blackHole  a bare TCP server: accepts the connection, reads the request, never answers
+//   control    GET /arrivals?from=<n>: healthy arrivals from the n-th on, as [path, id, at]
+//              GET /noise: requests each noisy receiver has had, and how many are open now
+//              GET /open?from=<ms>&to=<ms>: noisy requests open at once, sampled every 100 ms (avg, max)
+//
+// Times are epoch milliseconds with sub-millisecond resolution (performance.timeOrigin +
+// performance.now()), the clock the bench stamps its commits with.
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+const slowMs = Number(process.env.BENCH_SLOW_MS ?? 12_000);
+const now = () => performance.timeOrigin + performance.now();
+
+type Kind = 'slow' | 'failing' | 'blackHole';
+const arrivals: [string, string, number][] = [];
+const requests: Record<Kind, number> = { slow: 0, failing: 0, blackHole: 0 };
+const open: Record<Kind, number> = { slow: 0, failing: 0, blackHole: 0 };
+const samples: [number, number][] = []; // [time, noisy requests open]
+
+/** Counts a noisy request as open until its connection closes. */
+function opened(kind: Kind, socket: net.Socket) {
+  requests[kind]++;
+  open[kind]++;
+  socket.once('close', () => open[kind]--);
+}
+
+const healthy = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    arrivals.push([req.url ?? '/', String(req.headers['webhook-id'] ?? ''), now()]);
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+  });
+});
+
+const slow = http.createServer((req, res) => {
+  opened('slow', req.socket);
+  req.resume();
+  const timer = setTimeout(() => {
+    if (!res.destroyed) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok, eventually');
+  }, slowMs);
+  res.once('close', () => clearTimeout(timer));
+});
+
+const failing = http.createServer((req, res) => {
+  opened('failing', req.socket);
+  req.resume();
+  req.on('end', () => res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error'));
+});
+
+const blackHole = net.createServer((socket) => {
+  opened('blackHole', socket);
+  socket.on('error', () => undefined); // the dispatcher resets it after its timeout
+  socket.resume(); // the request is read; nothing is ever written back
+});
+
+const control = http.createServer((req, res) => {
+  const url = new URL(req.url ?? '/', 'http://control');
+  const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  switch (url.pathname) {
+    case '/arrivals':
+      return json(arrivals.slice(Number(url.searchParams.get('from') ?? 0)));
+    case '/noise':
+      return json({ requests, open });
+    case '/open': {
+      const from = Number(url.searchParams.get('from') ?? 0);
+      const to = Number(url.searchParams.get('to') ?? Infinity);
+      const inWindow = samples.filter(([t]) => t >= from && t <= to).map(([, n]) => n);
+      const avg = inWindow.length ? inWindow.reduce((a, b) => a + b, 0) / inWindow.length : NaN;
+      return json({ samples: inWindow.length, avg, max: inWindow.length ? Math.max(...inWindow) : NaN });
+    }
+    default:
+      res.writeHead(404).end();
+  }
+});
+
+setInterval(() => {
+  samples.push([now(), open.slow + open.failing + open.blackHole]);
+  if (samples.length > 20_000) samples.splice(0, 10_000);
+}, 100);
+
+const listen = (server: net.Server) =>
+  new Promise<number>((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),
+  );
+const ports = {
+  healthy: await listen(healthy),
+  slow: await listen(slow),
+  failing: await listen(failing),
+  blackHole: await listen(blackHole),
+  control: await listen(control),
+};
+process.stdout.write(`receivers: ${JSON.stringify(ports)}\n`);
+process.once('SIGTERM', () => process.exit(0));

@@ -1,0 +1,668 @@
+// `npm run bench:webhooks`: webhooks that one tenant cannot slow (issue 39). The real dispatcher
+// (src/workers/runner.ts, WORKERS=webhooks, its webhook settings at their defaults) runs as its own
+// process on a throwaway database; the receivers run in another (bench/lib/webhook-receivers.ts),
+// so this process's event loop does not skew when a delivery is seen to arrive. Healthy tenants
+// (BENCH_HEALTHY_TENANTS, 4; one client each with two endpoints on one fast receiver) are measured,
+// after a warm-up (20 single deliveries and one burst, not counted), in these phases
+// (BENCH_PHASES, comma-separated, default all, in this order):
+//
+//   quiet       nothing else queued: the bare baseline.
+//   probe       a noisy tenant's 19 endpoints × 2 events = 38 deliveries queued before each
+//               measurement: a third each slow (answers after 12 s, past the 10 s timeout), failing
+//               (500 at once) and black holes (accept the connection, never answer), on one client.
+//   tenfold     the same at 10×: 200 endpoints (ten clients of 20) × 10 events = 2,000 deliveries.
+//   quietAgain  nothing else queued again, after the noise: drift of the machine and the database.
+//
+// Each phase: latency: (the noise queued and taken up by the dispatcher, then) BENCH_LATENCY_EVENTS
+// (200) healthy events raised one at a time every BENCH_LATENCY_INTERVAL_MS (100), each timed from
+// its commit to its arrival at the receiver (matched by the webhook-id header), two deliveries per
+// event; then throughput: (the same noise queued again, then) BENCH_BURST_ROUNDS (5) rounds of
+// BENCH_BURST_DELIVERIES (500) healthy deliveries committed at once, each timed from the commit to
+// the last one received (the median round counts; first-to-last received is printed too: it leaves
+// out the wait for the dispatcher's next poll). Meanwhile: the dispatcher's CPU and peak memory
+// (VmHWM, reset per phase where Linux allows), its PostgreSQL backends' CPU (by application_name)
+// and the database's commits. After a noisy phase its endpoints are disabled and the bench waits
+// until none of its attempts is in flight, so no noise leaks into the next phase.
+//
+// Prints a table and the goals (a healthy tenant's p99 within 2× of quiet and under 2 s;
+// throughput within 10 % of quiet), writes bench/results/webhooks-<time>.json and -latest.json.
+// Asserts nothing: a missed goal is printed, never an exit code. Needs PostgreSQL on this machine
+// (DATABASE_URL's server; backends' CPU is read from /proc). Kafka is not needed.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { clientCreate } from '../src/admin/commands/client.js';
+import { tenantCreate } from '../src/admin/commands/tenant.js';
+import { loadConfig } from '../src/shared/config.js';
+import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
+import { createPool, inTransaction, type Pool } from '../src/shared/db/pool.js';
+import { createEndpoint, setEndpointStatus } from '../src/shared/webhooks/endpoints.js';
+import { recordTestEventIn } from '../test/support/events.js';
+import { admin } from '../test/support/fixtures.js';
+import { watchBackends, type BackendLoad } from './lib/pg-backends.js';
+import { watchPeaks, type PeakRss } from './lib/peaks.js';
+import {
+  cpuSeconds,
+  machineCores,
+  machineFacts,
+  phaseCpu,
+  readMemory,
+  runBench,
+  spawnTsx,
+  type Child,
+  type PhaseCpu,
+} from './lib/processes.js';
+import { percentiles, round, type Percentiles } from './lib/stats.js';
+
+const envInt = (name: string, def: number) => {
+  const n = Number(process.env[name] ?? def);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`${name} must be a positive whole number, not ${process.env[name]}`);
+  return n;
+};
+const allPhases = ['quiet', 'probe', 'tenfold', 'quietAgain'] as const;
+type PhaseName = (typeof allPhases)[number];
+const opts = {
+  healthyTenants: envInt('BENCH_HEALTHY_TENANTS', 4),
+  healthyEndpointsPerTenant: 2,
+  burstDeliveries: envInt('BENCH_BURST_DELIVERIES', 500),
+  burstRounds: envInt('BENCH_BURST_ROUNDS', 5),
+  latencyEvents: envInt('BENCH_LATENCY_EVENTS', 200),
+  latencyIntervalMs: envInt('BENCH_LATENCY_INTERVAL_MS', 100),
+  slowAnswerMs: 12_000,
+  phases: (process.env.BENCH_PHASES ?? allPhases.join(',')).split(',').filter(Boolean) as PhaseName[],
+};
+for (const p of opts.phases)
+  if (!allPhases.includes(p)) throw new Error(`BENCH_PHASES: unknown phase ${p} (known: ${allPhases.join(', ')})`);
+/** Noise: endpoints of one noisy tenant (20 per client), each sent `events` deliveries. */
+const scales: Partial<Record<PhaseName, { endpoints: number; events: number }>> = {
+  probe: { endpoints: 19, events: 2 },
+  tenfold: { endpoints: 200, events: 10 },
+};
+const noiseKinds = ['slow', 'failing', 'blackHole'] as const;
+type NoiseKind = (typeof noiseKinds)[number];
+/** Cores used by processes not of this bench (this bench needs no Kafka: a JVM is someone else's). */
+const othersCores = (c: PhaseCpu) => round(c.otherCores + c.brokerCores, 2);
+const goals = { p99Ratio: 2, p99Ms: 2000, throughputLossPercent: 10 };
+
+const repoRoot = new URL('..', import.meta.url).pathname;
+const runId = randomBytes(4).toString('hex');
+const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/connect';
+const dbName = `connect_bench_webhooks_${runId}`;
+const dbUrl = new URL(serverUrl);
+dbUrl.pathname = `/${dbName}`;
+const databaseUrl = dbUrl.toString();
+const maintenanceUrl = new URL(serverUrl);
+maintenanceUrl.pathname = '/postgres';
+/** The dispatcher as `npm run workers` runs it, WORKERS=webhooks; webhook settings from the environment (defaults). */
+const dispatcherEnv: NodeJS.ProcessEnv = {
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  WORKERS: 'webhooks',
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', // the receivers are on 127.0.0.1
+  WORKER_HTTP_HOST: '127.0.0.1',
+  WORKER_HTTP_PORT: '0',
+  WORKER_HEARTBEAT_FILE: '',
+  LOG_LEVEL: process.env.LOG_LEVEL || 'warn',
+};
+const webhookSettings = loadConfig(dispatcherEnv).webhooks;
+const dispatcherApplicationName = 'connect-workers'; // src/workers/start-workers.ts createWorkerPool
+
+const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Epoch ms, sub-millisecond: the receivers' clock too. */
+const now = () => performance.timeOrigin + performance.now();
+
+type Owner = { tenantId: string; clientId: string };
+type Healthy = Owner & { index: number; paths: string[] };
+type Ports = Record<'healthy' | 'slow' | 'failing' | 'blackHole' | 'control', number>;
+
+let pool: Pool | null = null;
+let pgAdmin: pg.Client | null = null;
+let dispatcher: Child | null = null;
+let receivers: Child | null = null;
+let ports: Ports;
+/** Transactions this process committed to the bench database during a phase's window. */
+let benchCommits = 0;
+
+const control = async <T>(path: string): Promise<T> =>
+  (await (await fetch(`http://127.0.0.1:${ports.control}${path}`)).json()) as T;
+
+/** Healthy arrivals as the receiver recorded them: `${path} ${webhook-id}` → epoch ms. */
+const arrivals = new Map<string, number>();
+let arrivalsRead = 0;
+async function readArrivals() {
+  const rows = await control<[string, string, number][]>(`/arrivals?from=${arrivalsRead}`);
+  arrivalsRead += rows.length;
+  for (const [path, id, at] of rows) arrivals.set(`${path} ${id}`, at);
+}
+/** Waits until every key has arrived (or timeoutMs); returns how many did not. */
+async function awaitArrivals(keys: string[], timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await readArrivals();
+    const missing = keys.filter((k) => !arrivals.has(k)).length;
+    if (missing === 0 || Date.now() > deadline) return missing;
+    await sleep(50);
+  }
+}
+
+async function dbCount(sql: string, values: unknown[]): Promise<number> {
+  const { rows } = await pool!.query<{ n: number }>(sql, values);
+  return rows[0]!.n;
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await sleep(250);
+  }
+}
+
+let eventNumber = 0;
+
+async function createHealthy(): Promise<Healthy[]> {
+  const out: Healthy[] = [];
+  for (let index = 0; index < opts.healthyTenants; index++) {
+    const { tenantId } = await admin(pool!, tenantCreate, ['--name', `healthy ${index}`]);
+    const { clientId } = await admin(pool!, clientCreate, ['--tenant', tenantId, '--name', `healthy ${index}`]);
+    const paths: string[] = [];
+    for (let e = 0; e < opts.healthyEndpointsPerTenant; e++) {
+      const path = `/tenant-${index}/endpoint-${e}`;
+      await createEndpoint(pool!, {
+        tenantId,
+        clientId,
+        url: `http://127.0.0.1:${ports.healthy}${path}`,
+        eventTypes: '*',
+      });
+      paths.push(path);
+    }
+    out.push({ tenantId, clientId, index, paths });
+  }
+  return out;
+}
+
+type Sent = { eventId: string; tenant: Healthy; committedAt: number };
+const keysOf = (s: Sent) => s.tenant.paths.map((p) => `${p} ${s.eventId}`);
+
+/** Latencies (arrival − commit) of sent events' deliveries that arrived. */
+function latenciesOf(sent: Sent[]): { all: number[]; byTenant: Map<number, number[]> } {
+  const all: number[] = [];
+  const byTenant = new Map<number, number[]>();
+  for (const s of sent)
+    for (const key of keysOf(s)) {
+      const at = arrivals.get(key);
+      if (at === undefined) continue;
+      all.push(at - s.committedAt);
+      byTenant.set(s.tenant.index, [...(byTenant.get(s.tenant.index) ?? []), at - s.committedAt]);
+    }
+  return { all, byTenant };
+}
+
+const rounded = (p: Percentiles): Percentiles => ({
+  p50: round(p.p50),
+  p95: round(p.p95),
+  p99: round(p.p99),
+  max: round(p.max),
+});
+
+/**
+ * burstDeliveries healthy deliveries committed at once (one transaction), timed from the commit
+ * to the last one received; also from the first received to the last (without the wait for the
+ * dispatcher's next poll, up to WEBHOOK_POLL_INTERVAL_MS).
+ */
+async function burstRound(healthy: Healthy[]) {
+  const events = Math.ceil(opts.burstDeliveries / opts.healthyEndpointsPerTenant);
+  const ids = await inTransaction(pool!, async (tx) => {
+    const out: { eventId: string; tenant: Healthy }[] = [];
+    for (let i = 0; i < events; i++) {
+      const tenant = healthy[i % healthy.length]!;
+      out.push({ eventId: (await recordTestEventIn(tx, tenant, eventNumber++)).eventId, tenant });
+    }
+    return out;
+  });
+  const committedAt = now();
+  benchCommits++;
+  const sent: Sent[] = ids.map((x) => ({ ...x, committedAt }));
+  const keys = sent.flatMap(keysOf);
+  const missing = await awaitArrivals(keys, 120_000);
+  const { all } = latenciesOf(sent);
+  const received = keys.length - missing;
+  const last = all.length ? Math.max(...all) : NaN; // latencies are from the commit
+  const first = all.length ? Math.min(...all) : NaN;
+  return {
+    deliveries: keys.length,
+    received,
+    seconds: round(last / 1000, 3),
+    deliveriesPerSecond: round(received / (last / 1000), 1),
+    firstArrivalMs: round(first),
+    firstToLastPerSecond: round((received - 1) / ((last - first) / 1000), 1),
+    latencyMs: rounded(percentiles(all)),
+  };
+}
+
+/** burstRounds rounds, one after another; the figures of the median round (by deliveries/s) and every round's rate. */
+async function measureBurst(healthy: Healthy[]) {
+  const rounds: Awaited<ReturnType<typeof burstRound>>[] = [];
+  for (let i = 0; i < opts.burstRounds; i++) rounds.push(await burstRound(healthy));
+  const byRate = [...rounds].sort((a, b) => a.deliveriesPerSecond - b.deliveriesPerSecond);
+  const median = byRate[Math.floor((byRate.length - 1) / 2)]!;
+  const firstToLast = [...rounds].map((r) => r.firstToLastPerSecond).sort((a, b) => a - b);
+  return {
+    ...median,
+    missing: rounds.reduce((n, r) => n + r.deliveries - r.received, 0),
+    medianFirstToLastPerSecond: firstToLast[Math.floor((firstToLast.length - 1) / 2)]!,
+    rounds: rounds.map((r) => ({
+      deliveriesPerSecond: r.deliveriesPerSecond,
+      firstArrivalMs: r.firstArrivalMs,
+      firstToLastPerSecond: r.firstToLastPerSecond,
+    })),
+  };
+}
+
+/** latencyEvents healthy events, one at a time at a steady rate, each timed from its commit to its arrival. */
+async function measureLatency(healthy: Healthy[]) {
+  const sent: Sent[] = [];
+  const start = performance.now();
+  for (let i = 0; i < opts.latencyEvents; i++) {
+    const due = start + i * opts.latencyIntervalMs;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    const tenant = healthy[i % healthy.length]!;
+    const { eventId } = await inTransaction(pool!, (tx) => recordTestEventIn(tx, tenant, eventNumber++));
+    sent.push({ eventId, tenant, committedAt: now() });
+    benchCommits++;
+  }
+  const sendSeconds = (performance.now() - start) / 1000;
+  const keys = sent.flatMap(keysOf);
+  const missing = await awaitArrivals(keys, 60_000);
+  const { all, byTenant } = latenciesOf(sent);
+  const tenantP99 = [...byTenant.entries()].sort(([a], [b]) => a - b).map(([, v]) => round(percentiles(v).p99));
+  return {
+    events: sent.length,
+    deliveries: keys.length,
+    missing,
+    sendSeconds: round(sendSeconds, 1),
+    ms: rounded(percentiles(all)),
+    tenantP99Ms: tenantP99,
+    worstTenantP99Ms: Math.max(...tenantP99),
+  };
+}
+
+type Noise = {
+  tenantId: string;
+  clients: Owner[];
+  endpoints: { endpointId: string; kind: NoiseKind }[];
+  events: number;
+};
+
+async function createNoise(phase: PhaseName, scale: { endpoints: number; events: number }): Promise<Noise> {
+  const { tenantId } = await admin(pool!, tenantCreate, ['--name', `noisy ${phase}`]);
+  const clients: Owner[] = [];
+  const endpoints: Noise['endpoints'] = [];
+  for (let k = 0; k < scale.endpoints; k++) {
+    if (k % 20 === 0) {
+      const { clientId } = await admin(pool!, clientCreate, ['--tenant', tenantId, '--name', `noisy ${k / 20}`]);
+      clients.push({ tenantId, clientId });
+    }
+    const kind = noiseKinds[k % noiseKinds.length]!;
+    const url = `http://127.0.0.1:${ports[kind]}/${phase}/${kind}/${k}`;
+    const { endpointId } = await createEndpoint(pool!, { ...clients.at(-1)!, url, eventTypes: '*' });
+    endpoints.push({ endpointId, kind });
+  }
+  return { tenantId, clients, endpoints, events: scale.events };
+}
+
+/** Every noisy client raises `events` events (one delivery per endpoint each), in one transaction. */
+async function queueNoise(noise: Noise): Promise<number> {
+  const deliveries = await inTransaction(pool!, async (tx) => {
+    let n = 0;
+    for (const client of noise.clients)
+      for (let e = 0; e < noise.events; e++) n += (await recordTestEventIn(tx, client, eventNumber++)).deliveries;
+    return n;
+  });
+  benchCommits++;
+  return deliveries;
+}
+
+type NoiseCounts = { requests: Record<NoiseKind, number>; open: Record<NoiseKind, number> };
+const openNoise = (c: NoiseCounts) => c.open.slow + c.open.failing + c.open.blackHole;
+
+/** What became of the noise (read before its endpoints are disabled). */
+async function noiseOutcome(noise: Noise) {
+  const { rows: attempts } = await pool!.query<{ outcome: string; n: number }>(
+    'SELECT outcome, count(*)::int AS n FROM webhook_attempts WHERE tenant_id = $1 GROUP BY outcome ORDER BY outcome',
+    [noise.tenantId],
+  );
+  const { rows: deliveries } = await pool!.query<{ status: string; n: number }>(
+    'SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE tenant_id = $1 GROUP BY status ORDER BY status',
+    [noise.tenantId],
+  );
+  const { rows: breakers } = await pool!.query<{ kind: string; opened: number; open_now: number; disabled: number }>(
+    `SELECT split_part(url, '/', 5) AS kind,
+            count(*) FILTER (WHERE breaker_trips > 0)::int AS opened,
+            count(*) FILTER (WHERE breaker_opened_at IS NOT NULL AND breaker_probe_at > now())::int AS open_now,
+            count(*) FILTER (WHERE status = 'Disabled')::int AS disabled
+       FROM webhook_endpoints WHERE tenant_id = $1 GROUP BY 1 ORDER BY 1`,
+    [noise.tenantId],
+  );
+  return {
+    attempts: Object.fromEntries(attempts.map((r) => [r.outcome, r.n])),
+    deliveries: Object.fromEntries(deliveries.map((r) => [r.status, r.n])),
+    breakersOpenedByKind: Object.fromEntries(breakers.map((r) => [r.kind, r.opened])),
+    breakersOpenNowByKind: Object.fromEntries(breakers.map((r) => [r.kind, r.open_now])),
+    disabledByDispatcher: breakers.reduce((n, r) => n + r.disabled, 0),
+  };
+}
+
+/** Disables the noisy endpoints and waits until none of their attempts is in flight. */
+async function silence(noise: Noise) {
+  for (const ep of noise.endpoints)
+    await setEndpointStatus(pool!, { endpointId: ep.endpointId }, 'Disabled', 'bench: phase over');
+  await waitUntil(
+    'the noisy attempts in flight have ended',
+    async () =>
+      (await dbCount(
+        `SELECT count(*)::int AS n FROM webhook_deliveries
+          WHERE tenant_id = $1 AND status = 'Delivering' AND lease_until >= now()`,
+        [noise.tenantId],
+      )) === 0 && openNoise(await control<NoiseCounts>('/noise')) === 0,
+    webhookSettings.timeoutMs + 30_000,
+  );
+}
+
+type PhaseResult = {
+  phase: PhaseName;
+  noise: {
+    endpoints: number;
+    deliveries: number;
+    byKind: Record<NoiseKind, number>;
+    receiverRequests: Record<NoiseKind, number>;
+    /** Noisy requests open at the receivers (sampled every 100 ms) while latency, then throughput, was measured. */
+    inFlightAtReceivers: { latency: { avg: number; max: number }; throughput: { avg: number; max: number } };
+    outcome: Awaited<ReturnType<typeof noiseOutcome>>;
+  } | null;
+  throughput: Awaited<ReturnType<typeof measureBurst>>;
+  latency: Awaited<ReturnType<typeof measureLatency>>;
+  windowSeconds: number;
+  dispatcher: { cpuSeconds: number; cores: number; peakRss: PeakRss };
+  postgres: BackendLoad & { benchCommits: number; dispatcherCommitsPerSecond: number };
+  cpu: PhaseCpu;
+};
+
+async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResult> {
+  const scale = scales[phase];
+  const healthyIds = healthy.map((h) => h.tenantId);
+  await waitUntil(
+    'the healthy queue is empty',
+    async () =>
+      (await dbCount(
+        `SELECT count(*)::int AS n FROM webhook_deliveries WHERE tenant_id = ANY($1) AND status IN ('Pending', 'Delivering')`,
+        [healthyIds],
+      )) === 0,
+    60_000,
+  );
+  const noise = scale ? await createNoise(phase, scale) : null;
+  log(
+    `${phase}: ${noise ? `${scale!.endpoints} noisy endpoints × ${scale!.events} events queued, then ` : 'nothing else queued; '}` +
+      `${opts.latencyEvents} healthy events every ${opts.latencyIntervalMs} ms; ` +
+      `${noise ? 'the noise queued again, then ' : ''}${opts.burstRounds} × ${opts.burstDeliveries} healthy deliveries at once`,
+  );
+  const noise0 = await control<NoiseCounts>('/noise');
+  const cpu = phaseCpu(null, dbName);
+  cpu.track(dispatcher!.pid);
+  cpu.track(receivers!.pid);
+  const dispatcherCpu0 = cpuSeconds(dispatcher!.pid);
+  const peaks = watchPeaks({ dispatcher: dispatcher!.pid });
+  const pgLoad = await watchBackends(pgAdmin!, dbName, dispatcherApplicationName);
+  benchCommits = 0;
+  const t0 = now();
+  let deliveries = 0;
+  /** Queues the noise; returns once the dispatcher has taken it up (at its next poll): slow attempts are under way. */
+  const makeNoise = async () => {
+    if (!noise) return;
+    deliveries += await queueNoise(noise);
+    const deadline = Date.now() + webhookSettings.pollIntervalMs + 3000;
+    while (openNoise(await control<NoiseCounts>('/noise')) === 0 && Date.now() < deadline) await sleep(50);
+    await sleep(250);
+  };
+  // The noise is queued afresh before each measurement: the probe's is over in about 30 s (first
+  // attempts, then the retries 5 s later; the next are 5 minutes away).
+  await makeNoise();
+  const latencyFrom = now();
+  const latency = await measureLatency(healthy);
+  const latencyTo = now();
+  await makeNoise();
+  const throughputFrom = now();
+  const throughput = await measureBurst(healthy);
+  const t1 = now();
+  const load = await pgLoad.stop();
+  const cpuUse = cpu.end([dispatcher!.pid, receivers!.pid]);
+  const dispatcherCpu = cpuSeconds(dispatcher!.pid) - dispatcherCpu0;
+  const peakRss = peaks.stop().dispatcher!;
+  const windowSeconds = (t1 - t0) / 1000;
+  let noiseResult: PhaseResult['noise'] = null;
+  if (noise) {
+    const noise1 = await control<NoiseCounts>('/noise');
+    const open = async (from: number, to: number) => {
+      const o = await control<{ avg: number; max: number }>(`/open?from=${from}&to=${to}`);
+      return { avg: round(o.avg, 1), max: o.max };
+    };
+    noiseResult = {
+      endpoints: noise.endpoints.length,
+      deliveries,
+      byKind: Object.fromEntries(
+        noiseKinds.map((k) => [k, noise.endpoints.filter((e) => e.kind === k).length]),
+      ) as Record<NoiseKind, number>,
+      receiverRequests: Object.fromEntries(
+        noiseKinds.map((k) => [k, noise1.requests[k] - noise0.requests[k]]),
+      ) as Record<NoiseKind, number>,
+      inFlightAtReceivers: {
+        latency: await open(latencyFrom, latencyTo),
+        throughput: await open(throughputFrom, t1),
+      },
+      outcome: await noiseOutcome(noise),
+    };
+    await silence(noise);
+  }
+  return {
+    phase,
+    noise: noiseResult,
+    throughput,
+    latency,
+    windowSeconds: round(windowSeconds, 1),
+    dispatcher: {
+      cpuSeconds: round(dispatcherCpu, 2),
+      cores: round(dispatcherCpu / load.seconds, 2),
+      peakRss,
+    },
+    postgres: {
+      ...load,
+      benchCommits,
+      dispatcherCommitsPerSecond: round((load.commits - benchCommits) / load.seconds, 1),
+    },
+    cpu: cpuUse,
+  };
+}
+
+async function run() {
+  const loadAtStart = loadavg().map((n) => round(n, 2));
+  log(`run ${runId}: database ${dbName}; phases ${opts.phases.join(', ')}`);
+  await ensureDatabase(databaseUrl);
+  await migrateUp(databaseUrl);
+  pool = createPool(databaseUrl, 4, 'bench-webhooks');
+  pgAdmin = new pg.Client({ connectionString: maintenanceUrl.toString(), application_name: 'bench-webhooks-watch' });
+  await pgAdmin.connect();
+
+  receivers = spawnTsx(
+    'bench/lib/webhook-receivers.ts',
+    { ...process.env, BENCH_SLOW_MS: String(opts.slowAnswerMs) },
+    'receivers',
+  );
+  ports = JSON.parse((await receivers.waitFor(/receivers: (\{.*\})/))[1]!) as Ports;
+  const healthy = await createHealthy();
+
+  dispatcher = spawnTsx('src/workers/runner.ts', dispatcherEnv, 'dispatcher');
+  await dispatcher.waitFor(/workers: running webhooks/, 60_000);
+  const idleRssMiB = round(readMemory(dispatcher.pid)?.rssMiB ?? NaN, 0);
+
+  // Warm-up (JIT, the pool's connections, PostgreSQL's caches), not counted: the first phase
+  // measured must not pay for it. A few single deliveries, then one burst.
+  const warm: Sent[] = [];
+  for (let i = 0; i < 20; i++) {
+    const tenant = healthy[i % healthy.length]!;
+    const { eventId } = await inTransaction(pool, (tx) => recordTestEventIn(tx, tenant, eventNumber++));
+    warm.push({ eventId, tenant, committedAt: now() });
+  }
+  if ((await awaitArrivals(warm.flatMap(keysOf), 30_000)) > 0) throw new Error('warm-up deliveries did not arrive');
+  const warmBurst = await burstRound(healthy);
+  if (warmBurst.received < warmBurst.deliveries) throw new Error('warm-up burst did not arrive');
+  log(`warm-up burst: ${warmBurst.deliveriesPerSecond} deliveries/s`);
+
+  const results: PhaseResult[] = [];
+  for (const phase of opts.phases) results.push(await runPhase(phase, healthy));
+
+  const base = results.find((r) => r.phase === 'quiet') ?? null;
+  const evaluated = results.map((r) => {
+    const p99 = r.latency.ms.p99;
+    const p99Ratio = base ? round(p99 / base.latency.ms.p99, 2) : NaN;
+    const throughputRatio = base
+      ? round(r.throughput.deliveriesPerSecond / base.throughput.deliveriesPerSecond, 2)
+      : NaN;
+    return {
+      ...r,
+      vsQuiet: { p99Ratio, throughputRatio },
+      goals: {
+        p99WithinRatio: Number.isFinite(p99Ratio) ? p99Ratio <= goals.p99Ratio : null,
+        p99UnderMs: p99 < goals.p99Ms && r.latency.missing === 0,
+        throughputWithin: Number.isFinite(throughputRatio)
+          ? throughputRatio >= 1 - goals.throughputLossPercent / 100
+          : null,
+      },
+    };
+  });
+  const dispatcherHwm = Math.max(...results.map((r) => r.dispatcher.peakRss.peakRssMiB));
+  const result = {
+    benchmark: 'webhooks',
+    runAt: new Date().toISOString(),
+    runId,
+    machine: machineFacts(loadAtStart),
+    options: { ...opts, scales, receivers: 'child process (bench/lib/webhook-receivers.ts)' },
+    dispatcherSettings: webhookSettings,
+    goals,
+    dispatcherIdleRssMiB: idleRssMiB,
+    dispatcherPeakRssMiB: dispatcherHwm,
+    phases: evaluated,
+  };
+
+  const s = webhookSettings;
+  const yes = (ok: boolean | null) => (ok === null ? '—' : ok ? 'met' : 'NOT met');
+  const col = (v: string | number, w: number) => String(v).padStart(w);
+  const head = (label: string) => label.padEnd(32);
+  const cells = (f: (r: (typeof evaluated)[number]) => string | number) => evaluated.map((r) => col(f(r), 22)).join('');
+  const out = [
+    '',
+    `webhooks (issue 39): dispatcher ${s.concurrency} slots, tenant share ${s.tenantSharePercent} % ` +
+      `(${Math.max(1, Math.floor((s.concurrency * s.tenantSharePercent) / 100))} slots), ${s.endpointConcurrency} per endpoint ` +
+      `(max ${s.endpointConcurrencyMax}), breaker ${s.breakerFailures} failures / ${s.breakerOpenMs} ms (max ${s.breakerOpenMaxMs}), ` +
+      `timeout ${s.timeoutMs} ms, poll ${s.pollIntervalMs} ms, retries ${s.retryScheduleMs.join(',')} ms`,
+    `healthy: ${opts.healthyTenants} tenants × ${opts.healthyEndpointsPerTenant} endpoints on one fast receiver; ` +
+      `noise: a third each slow (answers after ${opts.slowAnswerMs} ms), failing (500), black hole; ` +
+      `receivers in a child process; ${machineCores()} cores, load ${loadAtStart.join(' ')} at start`,
+    '',
+    head('') + evaluated.map((r) => col(r.phase, 22)).join(''),
+    head('noise endpoints × events') +
+      cells((r) => (r.noise ? `${r.noise.endpoints} × ${scales[r.phase]!.events}, 2× = ${r.noise.deliveries}` : '—')),
+    head('healthy latency p50 / p99 ms') + cells((r) => `${r.latency.ms.p50} / ${r.latency.ms.p99}`),
+    head('  max ms; worst tenant p99 ms') + cells((r) => `${r.latency.ms.max}; ${r.latency.worstTenantP99Ms}`),
+    head('  p99 × quiet') + cells((r) => r.vsQuiet.p99Ratio),
+    head('  deliveries (missing)') + cells((r) => `${r.latency.deliveries} (${r.latency.missing})`),
+    head(`throughput deliveries/s (${opts.burstRounds} rnd)`) +
+      cells((r) => `${r.throughput.deliveriesPerSecond} (${r.vsQuiet.throughputRatio}×)`),
+    head(`  ${opts.burstDeliveries} at once: rounds/s`) +
+      cells((r) => r.throughput.rounds.map((x) => Math.round(x.deliveriesPerSecond)).join(' ')),
+    head('  first arrival ms, rounds') +
+      cells((r) => r.throughput.rounds.map((x) => Math.round(x.firstArrivalMs)).join(' ')),
+    head('  first→last received /s') + cells((r) => r.throughput.medianFirstToLastPerSecond),
+    head('  burst latency p50 / p99 ms') +
+      cells((r) => `${r.throughput.latencyMs.p50} / ${r.throughput.latencyMs.p99}`),
+    head('noise in flight avg/max: latency') +
+      cells((r) => {
+        const o = r.noise?.inFlightAtReceivers.latency;
+        return o ? `${o.avg} / ${o.max}` : '—';
+      }),
+    head('  … during throughput') +
+      cells((r) => {
+        const o = r.noise?.inFlightAtReceivers.throughput;
+        return o ? `${o.avg} / ${o.max}` : '—';
+      }),
+    head('noisy requests slow/fail/hole') +
+      cells((r) =>
+        r.noise
+          ? `${r.noise.receiverRequests.slow}/${r.noise.receiverRequests.failing}/${r.noise.receiverRequests.blackHole}`
+          : '—',
+      ),
+    head('breakers opened slow/fail/hole') +
+      cells((r) => (r.noise ? noiseKinds.map((k) => r.noise!.outcome.breakersOpenedByKind[k] ?? 0).join('/') : '—')),
+    head('window s') + cells((r) => r.windowSeconds),
+    head('dispatcher CPU s (cores)') + cells((r) => `${r.dispatcher.cpuSeconds} (${r.dispatcher.cores})`),
+    head('dispatcher peak RSS MiB') +
+      cells((r) => `${r.dispatcher.peakRss.peakRssMiB}${r.dispatcher.peakRss.from === 'VmHWM' ? '' : '*'}`),
+    head('its PG backends CPU s (cores)') +
+      cells((r) => `${r.postgres.backendCpuSeconds} (${r.postgres.backendCores})`),
+    head('db commits/s (dispatcher)') +
+      cells((r) => `${r.postgres.commitsPerSecond} (${r.postgres.dispatcherCommitsPerSecond})`),
+    head('machine busy cores (other)') + cells((r) => `${r.cpu.busyCores} (${othersCores(r.cpu)})`),
+    '',
+    `dispatcher RSS: ${idleRssMiB} MiB idle after start, peak ${dispatcherHwm} MiB ` +
+      `(VmHWM per phase, reset at its start${evaluated.some((r) => r.dispatcher.peakRss.from !== 'VmHWM') ? '; * sampled VmRSS' : ''})`,
+    ...evaluated
+      .filter((r) => r.noise)
+      .map(
+        (r) =>
+          `${r.phase} noise afterwards: attempts ${JSON.stringify(r.noise!.outcome.attempts)}, deliveries ` +
+          `${JSON.stringify(r.noise!.outcome.deliveries)}, breakers open at the end ${JSON.stringify(r.noise!.outcome.breakersOpenNowByKind)}, ` +
+          `endpoints disabled by the dispatcher ${r.noise!.outcome.disabledByDispatcher}`,
+      ),
+    `goals (vs quiet): healthy p99 ≤ ${goals.p99Ratio}× quiet and < ${goals.p99Ms} ms; throughput within ${goals.throughputLossPercent} %`,
+    ...evaluated
+      .filter((r) => r.phase !== 'quiet')
+      .map(
+        (r) =>
+          `  ${r.phase.padEnd(11)} p99 ${r.latency.ms.p99} ms = ${r.vsQuiet.p99Ratio}× quiet: ${yes(r.goals.p99WithinRatio)}; ` +
+          `under ${goals.p99Ms} ms: ${yes(r.goals.p99UnderMs)}; throughput ${r.vsQuiet.throughputRatio}× quiet: ${yes(r.goals.throughputWithin)}`,
+      ),
+    ...evaluated
+      .filter((r) => r.phase === 'quiet')
+      .map((r) => `  quiet       p99 ${r.latency.ms.p99} ms under ${goals.p99Ms} ms: ${yes(r.goals.p99UnderMs)}`),
+    ...evaluated
+      .filter((r) => othersCores(r.cpu) > 0.3)
+      .map(
+        (r) => `warning: other processes used ${othersCores(r.cpu)} cores during ${r.phase}: figures are less reliable`,
+      ),
+    '',
+  ];
+  const dir = join(repoRoot, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  const json = `${JSON.stringify(result, null, 2)}\n`;
+  const file = join(dir, `webhooks-${result.runAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, json);
+  writeFileSync(join(dir, 'webhooks-latest.json'), json);
+  out.push(`results: ${file.slice(repoRoot.length)} (and bench/results/webhooks-latest.json)`, '');
+  process.stdout.write(out.join('\n'));
+}
+
+async function teardown() {
+  await dispatcher?.stop();
+  await receivers?.stop();
+  await pool?.end().catch(() => undefined);
+  await pgAdmin?.end().catch(() => undefined);
+  const drop = createPool(maintenanceUrl.toString(), 1, 'bench-webhooks-cleanup');
+  await drop.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => undefined);
+  await drop.end();
+}
+
+await runBench(run, teardown);
