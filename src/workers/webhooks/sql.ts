@@ -30,6 +30,8 @@ export const claimDeliveries = `
       FROM webhook_endpoints ep
      WHERE ep.status = 'Active'
        AND (ep.breaker_probe_at IS NULL OR ep.breaker_probe_at <= now())
+       -- a tenant whose share is full here is not looked at further
+       AND $5 > coalesce((SELECT h.n FROM unnest($6::uuid[], $7::int[]) AS h(tenant_id, n) WHERE h.tenant_id = ep.tenant_id), 0)
        AND EXISTS (SELECT FROM webhook_deliveries d
                     WHERE d.endpoint_id = ep.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now())
   ), candidates AS (
