@@ -32,7 +32,7 @@ import type { MemoryBudget } from './memory/memory-budget.js';
 import type { GatewayMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
-import { createUploadQuota, largestBody, uploadWindow } from './rate-limit/upload-quota.js';
+import { createUploadQuota, largestBody, uploaderOf, uploadWindow } from './rate-limit/upload-quota.js';
 import { buildRouter } from './routes/register.js';
 import { webhookEndpointRoutes } from './webhooks/routes.js';
 import type { RouteDefinition } from './routes/route-definition.js';
@@ -95,6 +95,10 @@ export function allRoutes(
             deps.config.limits.uploadBytesPerSecond,
             largestBody(routes, deps.config.http.bodyLimitBytes),
           ),
+          refusedBodyDrain: {
+            maxBytes: deps.config.limits.refusedBodyDrainBytes,
+            maxMs: deps.config.limits.refusedBodyDrainMs,
+          },
           topicPartitions: deps.config.kafka.topicPartitions,
         })),
     }),
@@ -117,6 +121,14 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
   const keyRecords = createKeyRecords(deps.pool); // shared: API keys and client secrets are the same keys
   const oauth = createOAuth({ ...deps, keyRecords });
   const routes = allRoutes(deps, oauth);
+  const uploadQuota = createUploadQuota(
+    {
+      clientBytesPerSecond: deps.config.limits.uploadBytesPerSecond,
+      tenantBytesPerSecond: deps.config.limits.uploadBytesPerSecondPerTenant,
+      largestBodyBytes: largestBody(routes, deps.config.http.bodyLimitBytes),
+    },
+    deps.pool,
+  );
   const router = buildRouter(routes, {
     authenticate: createApiKeyAuthenticator(keyRecords, deps.config.auth.cacheTtlMs),
     authenticateAccessToken: oauth.authenticate,
@@ -124,14 +136,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     defaultRateLimitPerMinute: deps.config.limits.rateLimitPerMinute,
     bodyLimitBytes: deps.config.http.bodyLimitBytes,
     bodyReadTimeoutMs: deps.config.http.bodyReadTimeoutMs,
-    uploadQuota: createUploadQuota(
-      {
-        clientBytesPerSecond: deps.config.limits.uploadBytesPerSecond,
-        tenantBytesPerSecond: deps.config.limits.uploadBytesPerSecondPerTenant,
-        largestBodyBytes: largestBody(routes, deps.config.http.bodyLimitBytes),
-      },
-      deps.pool,
-    ),
+    uploadQuota,
     inFlightClientSharePercent: deps.config.limits.inFlightClientSharePercent,
     inFlightTenantSharePercent: deps.config.limits.inFlightTenantSharePercent,
     authFailuresPerMinute: deps.config.auth.failuresPerMinute,
@@ -150,7 +155,14 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
   app.use(requestContext());
   app.use(traceRequests()); // outside the access log, so its line carries the trace id
   app.use(accessLog(deps.logger, deps.metrics));
-  app.use(closeWhenBodyUnread());
+  // What a client still sends after a refusal is read for a bounded while and charged as a body
+  // of the client (or address) the refusal answered.
+  app.use(
+    closeWhenBodyUnread(
+      { maxBytes: deps.config.limits.refusedBodyDrainBytes, maxMs: deps.config.limits.refusedBodyDrainMs },
+      (ctx) => uploadQuota(uploaderOf(ctx)),
+    ),
+  );
   app.use(delayEarlyRetries());
   app.use(errorHandler(deps.logger));
   app.use(router.routes());

@@ -144,6 +144,12 @@ const limits = section("the gateway's limits: rates, upload quotas, in-flight sh
   memoryBudget: env('GATEWAY_MEMORY_BUDGET_BYTES', memoryBudget).describe(
     "resident memory the gateway keeps under by refusing work before it is read: `auto` is the container's memory limit (cgroup v2 `memory.max`, v1 `memory.limit_in_bytes`; off where none is set), `off`, or bytes. A body's cost (5 × its bytes) and a draft's (its distance matrix) are reserved before the body is read or the draft computed; beyond what the budget leaves for requests, 503 `service_busy` + `Retry-After`; past a client's or tenant's share of it (`IN_FLIGHT_CLIENT_SHARE_PERCENT`, `IN_FLIGHT_TENANT_SHARE_PERCENT`), 429 `memory_share_exceeded`. The arithmetic and measured peaks: [operations.md](operations.md#memory)",
   ),
+  refusedBodyDrainBytes: env('REFUSED_BODY_DRAIN_BYTES', int(16 * MiB, 0, 1024 * MiB)).describe(
+    "after a refusal answered before its body was read (401, 403, 413, 429, 503, …; not 408), the gateway keeps reading and discarding what the client still sends, at most this many bytes, then closes the connection (a bounded \"lingering close\", as nginx's): a client that writes its whole body before it reads (Python's `http.client` and `requests`, many Java and .NET clients) reads the answer instead of a broken pipe. The bytes count against the client's (unauthenticated: the address's) and its tenant's upload quota and the discarding stops where the quota has no room. The default is the largest body the gateway accepts at the defaults (`INBOUND_BATCH_MAX_BYTES`): a refusal never costs more reading than an accepted body. `0`: close at once (see [api-guide.md](api-guide.md#the-interface-in-short))",
+  ),
+  refusedBodyDrainMs: env('REFUSED_BODY_DRAIN_MS', int(15_000, 0, 600_000)).describe(
+    'the same lingering close ends this long after the answer at the latest, whatever is still arriving: about `REFUSED_BODY_DRAIN_BYTES` at 10 Mbit/s (nginx keeps a refused connection up to 30 s, `lingering_time`). A client done sending is closed at once; `0`: close at once',
+  ),
 });
 
 const inbound = section('inbound targets: batches, chunks, import jobs', {

@@ -3,31 +3,49 @@ import { bearer, createClientWithKey, setUploadQuota } from '../support/fixtures
 import { rawUpload } from '../support/raw-upload.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
+import { scaled } from '../support/time-scale.js';
 
-// Refusing costs nothing (issue 24, findings 4 and 5): a request refused before its body is read
-// is answered with Connection: close and the connection closed, never drained; a body without
-// Content-Length is counted against the upload quota as it arrives and cut off once past it.
-// Batches up to 1 MiB; a client with a quota of 1 KiB/s has one window of 1 MiB for 1024 s.
+// A refusal costs little (issues 24 and 41): a request refused before its body is read is
+// answered with Connection: close; the gateway then reads and discards what the client still
+// sends for a bounded while (a lingering close, so that a client writing its whole body first
+// reads the answer), at most REFUSED_BODY_DRAIN_BYTES after the answer and for at most
+// REFUSED_BODY_DRAIN_MS, the bytes charged to the sender's upload quota, and closes the connection.
+// A body without Content-Length is counted against the upload quota as it arrives and cut off
+// once past it. Batches up to 1 MiB; a client with a quota of 1 KiB/s has one window of 1 MiB for
+// 1024 s.
+const drainBytes = 256 * 1024;
+/** What the gateway may read past the bound: the socket read that crosses it, and one more while a chunk is charged. */
+const overshoot = 192 * 1024;
+let drainMs = 0;
 const suite = useGatewaySuite({
-  env: () => ({
-    UPLOAD_BYTES_PER_SECOND: String(48 * 1024),
-    INBOUND_BATCH_MAX_BYTES: String(1024 * 1024),
-    BODY_LIMIT_BYTES: String(16 * 1024),
-  }),
+  env: () => {
+    drainMs = scaled(1000);
+    return {
+      UPLOAD_BYTES_PER_SECOND: String(48 * 1024),
+      INBOUND_BATCH_MAX_BYTES: String(1024 * 1024),
+      BODY_LIMIT_BYTES: String(16 * 1024),
+      REFUSED_BODY_DRAIN_BYTES: String(drainBytes),
+      REFUSED_BODY_DRAIN_MS: String(drainMs),
+    };
+  },
 });
 
 const batchPath = '/api/v1/inbound/targets/batch';
 const batchBody = (count: number, tag: string) =>
   Buffer.from(JSON.stringify({ sourceSystem: 'refused', targets: makeTargets(count, tag) }));
 const json = { 'Content-Type': 'application/json' };
+/** 4 MiB: past the batch limit and many times the drain bound. */
+const bigBody = Buffer.alloc(4 * 1024 * 1024, ' ');
 
-async function send(headers: Record<string, string>, body: Buffer, chunked = false) {
+type Send = { chunked?: boolean; endless?: boolean; pauseMs?: number; closeWithinMs?: number };
+
+async function send(headers: Record<string, string>, body: Buffer, opts: Send = {}) {
   return rawUpload(suite.gateway.server, suite.gateway.url, {
     path: batchPath,
     headers,
     body,
-    chunked,
-    first: chunked ? undefined : 16 * 1024,
+    first: opts.chunked ? undefined : 16 * 1024,
+    ...opts,
   });
 }
 
@@ -38,77 +56,134 @@ async function accepted(headers: Record<string, string>, body: Buffer) {
   return res.status;
 }
 
-/** Answered with `status`, the connection closed, and most of the body never read. */
-function expectRefusedUnread(res: Awaited<ReturnType<typeof send>>, status: number) {
+const withKey = async (scopes: string) => {
+  const client = await createClientWithKey(suite.pool, suite.demo.tenantId, scopes);
+  return { ...client, headers: { ...json, ...bearer(client.apiKey) } };
+};
+
+type Result = Awaited<ReturnType<typeof send>>;
+
+/** Answered with `status` and Connection: close, and the connection closed by the gateway. */
+function expectAnsweredAndClosed(res: Result, status: number) {
   expect(res.status).toBe(status);
   expect(res.headers.connection).toBe('close');
   expect(res.closedByServer).toBe(true);
-  expect(res.serverBytesRead).toBeLessThan(res.requestBytes / 2);
+}
+
+/**
+ * Lingered, and was cut at the byte bound: read past the answer, never more than the bound. With
+ * `unreadBefore`, the refusal came before the body was read at all, so the whole connection read
+ * little more than the bound.
+ */
+function expectCutAtBound(res: Result, status: number, unreadBefore = true) {
+  expectAnsweredAndClosed(res, status);
+  expect(res.clientBytesWritten).toBeGreaterThan(4 * drainBytes);
+  expect(res.serverBytesRead - res.serverBytesReadAtAnswer).toBeLessThanOrEqual(drainBytes + overshoot);
+  expect(res.serverBytesRead).toBeGreaterThanOrEqual(drainBytes);
+  expect(res.serverBytesRead).toBeLessThan(res.clientBytesWritten);
+  if (unreadBefore) expect(res.serverBytesRead).toBeLessThan(drainBytes + overshoot + 128 * 1024);
 }
 
 describe('a body refused before it is read', () => {
-  const body = batchBody(240, 'r'); // about 90 KiB: within the batch limit
   it.each([
     ['401 (no credentials)', 401, async () => ({ ...json })],
-    [
-      '403 (no scope for the operation)',
-      403,
-      async () => ({ ...json, ...bearer((await createClientWithKey(suite.pool, suite.demo.tenantId, 'import_jobs.read')).apiKey) }),
-    ],
+    ['403 (no scope for the operation)', 403, async () => (await withKey('import_jobs.read')).headers],
     [
       '415 (another media type)',
       415,
-      async () => ({
-        'Content-Type': 'text/plain',
-        ...bearer((await createClientWithKey(suite.pool, suite.demo.tenantId, 'all')).apiKey),
-      }),
+      async () => ({ ...(await withKey('all')).headers, 'Content-Type': 'text/plain' }),
     ],
-  ])('is answered %s with Connection: close, and not drained', async (_, status, headers) => {
-    expect(body.length).toBeGreaterThan(64 * 1024);
-
-    expectRefusedUnread(await send(await headers(), body), status);
+    ['413 (by its Content-Length)', 413, async () => (await withKey('all')).headers],
+  ])('is answered %s and read no further than the drain bound', async (_, status, headers) => {
+    expectCutAtBound(await send(await headers(), bigBody), status);
   });
 
-  it('is answered 413 by its Content-Length, and not drained', async () => {
-    const client = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
-    const big = batchBody(3000, 'big');
-    expect(big.length).toBeGreaterThan(1024 * 1024);
-    expectRefusedUnread(await send({ ...json, ...bearer(client.apiKey) }, big), 413);
-  });
-
-  it('is answered 429 past the upload quota, and not drained', async () => {
-    const client = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
-    await setUploadQuota(suite.pool, client.clientId, 1024);
-    const headers = { ...json, ...bearer(client.apiKey) };
+  it('is answered 429 past the upload quota, and not drained (the quota has no room)', async () => {
+    const { clientId, headers } = await withKey('all');
+    await setUploadQuota(suite.pool, clientId, 1024);
     expect(await accepted(headers, batchBody(2400, 'q1'))).toBe(200);
     const res = await send(headers, batchBody(2400, 'q2'));
-    expectRefusedUnread(res, 429);
+    expectAnsweredAndClosed(res, 429);
     expect(res.headers['retry-after']).toMatch(/^\d+$/);
+    expect(res.serverBytesRead).toBeLessThan(res.requestBytes / 2);
+    expect(res.serverBytesRead - res.serverBytesReadAtAnswer).toBeLessThanOrEqual(overshoot);
   });
 });
 
 describe('a chunked body (no Content-Length)', () => {
   it('is counted as it arrives and cut off with 429 once past the upload quota', async () => {
-    const client = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
-    await setUploadQuota(suite.pool, client.clientId, 1024);
-    const headers = { ...json, ...bearer(client.apiKey) };
+    const { clientId, headers } = await withKey('all');
+    await setUploadQuota(suite.pool, clientId, 1024);
     // 900 KiB spent: the window has room, but not for the next 1000 KiB.
     const first = batchBody(2400, 'c1');
     expect(first.length).toBeGreaterThan(800 * 1024);
     expect(await accepted(headers, first)).toBe(200);
-    const res = await send(headers, batchBody(2700, 'c2'), true);
+    const res = await send(headers, batchBody(2700, 'c2'), { chunked: true });
     expect(res.requestBytes).toBeLessThan(1024 * 1024);
-    expectRefusedUnread(res, 429);
+    expectAnsweredAndClosed(res, 429);
+    expect(res.serverBytesRead).toBeLessThan(res.requestBytes);
     const { rows } = await suite.pool.query('SELECT count(*)::int AS n FROM import_jobs WHERE client_id = $1', [
-      client.clientId,
+      clientId,
     ]);
     expect(rows[0].n).toBe(1);
   });
 
-  it('is cut off with 413 once past the size limit', async () => {
-    const client = await createClientWithKey(suite.pool, suite.demo.tenantId, 'all');
-    const res = await send({ ...json, ...bearer(client.apiKey) }, batchBody(11_000, 'c3'), true);
+  it('is cut off with 413 once past the size limit, then read no further than the drain bound', async () => {
+    const { headers } = await withKey('all');
+    const res = await send(headers, batchBody(11_000, 'c3'), { chunked: true });
     expect(res.requestBytes).toBeGreaterThan(3 * 1024 * 1024);
-    expectRefusedUnread(res, 413);
+    expectCutAtBound(res, 413, false); // read up to the limit first
+  });
+});
+
+describe('the lingering close after a refusal', () => {
+  it('reads a body within the bound to its end: the client is not reset, the connection closes', async () => {
+    const { headers } = await withKey('import_jobs.read');
+    const body = Buffer.alloc(drainBytes / 2, ' ');
+    const res = await send(headers, body);
+    expectAnsweredAndClosed(res, 403);
+    expect(res.serverBytesRead).toBe(res.requestBytes);
+    expect(res.clientBytesWritten).toBe(res.requestBytes);
+    expect(res.clientReset).toBe(false);
+  });
+
+  it.each([
+    ['Content-Length', false],
+    ['chunked', true],
+  ])('cuts an endless body (%s) at REFUSED_BODY_DRAIN_BYTES', async (_, chunked) => {
+    const { headers } = await withKey('import_jobs.read');
+    const res = await send(headers, Buffer.alloc(64 * 1024, ' '), { endless: true, chunked });
+    expectCutAtBound(res, 403);
+    expect(res.clientReset).toBe(true);
+  });
+
+  it('closes a connection still trickling its body REFUSED_BODY_DRAIN_MS after the answer', async () => {
+    const { headers } = await withKey('import_jobs.read');
+    // 1 KiB per pause: at most a quarter of the byte bound arrives within the time bound, so
+    // only the time bound can close it.
+    const pauseMs = Math.ceil((drainMs * 1024 * 4) / drainBytes);
+    const res = await send(headers, Buffer.alloc(1024, ' '), {
+      endless: true,
+      pauseMs,
+      closeWithinMs: drainMs + scaled(15_000),
+    });
+    expectAnsweredAndClosed(res, 403);
+    expect(res.serverBytesRead - res.serverBytesReadAtAnswer).toBeLessThan(drainBytes / 2);
+  });
+
+  it("charges what it reads to the sender's upload quota", async () => {
+    const { clientId, headers } = await withKey('all');
+    await setUploadQuota(suite.pool, clientId, 1024); // one window of 1 MiB
+    expectCutAtBound(await send(headers, bigBody), 413);
+    // 900 KiB fit an unspent window; after the drain's bytes they do not.
+    const res = await fetch(new URL(batchPath, suite.gateway.url), {
+      method: 'POST',
+      headers,
+      body: batchBody(2400, 'after-drain'),
+    });
+    const answer = (await res.json()) as { error: { code: string; details: { quota: string } } };
+    expect(res.status).toBe(429);
+    expect(answer.error.code).toBe('upload_quota_exceeded');
+    expect(answer.error.details.quota).toBe('client');
   });
 });

@@ -3,6 +3,8 @@ import getRawBody from 'raw-body';
 import { AppError } from '../../shared/errors.js';
 import { findUnstorableText } from './storable.js';
 import { parseJsonBytes, type ParsedJson } from './json-text.js';
+import { isLingering, lingerAfterAnswer, type LingerBounds } from './lingering-close.js';
+import type { GatewayContext, GatewayState } from './state.js';
 
 export const acceptedRequestMediaTypes = ['application/json', 'text/json', 'application/*+json'] as const;
 /** Taken only by routes that list it in requestMediaTypes (the OAuth token endpoint). */
@@ -32,17 +34,30 @@ export function expectedBodyBytes(ctx: Context, limitBytes: number): number {
 }
 
 /**
- * Refusing costs nothing: a request answered before its body was read to the end (refused, or a
- * route that takes none) is answered with Connection: close, so Node closes the connection once
- * the answer is sent instead of reading and discarding the rest of the body.
+ * Refusing costs little: a request answered before its body was read to the end (refused, or a
+ * route that takes none) is answered with Connection: close, and its connection lingers a bounded
+ * while (lingering-close.ts) so that a client still writing its body reads the answer; the bytes
+ * it reads meanwhile are charged to the sender's upload quota (`quota`). A body that did not
+ * arrive in time (408) is not waited for again: its connection closes once answered.
  */
-export const closeWhenBodyUnread = (): Middleware => async (ctx, next) => {
-  try {
-    await next();
-  } finally {
-    if (hasBody(ctx) && !ctx.req.readableEnded) ctx.set('Connection', 'close');
-  }
-};
+export const closeWhenBodyUnread =
+  (linger: LingerBounds, quota: (ctx: GatewayContext) => BodyQuota): Middleware<GatewayState> =>
+  async (ctx, next) => {
+    if (isLingering(ctx.req.socket)) {
+      // Pipelined behind a refused body: not served; the connection is closing.
+      ctx.state.clientLeft = true;
+      ctx.req.socket.destroy();
+      return;
+    }
+    try {
+      await next();
+    } finally {
+      if (hasBody(ctx) && !ctx.req.readableEnded) {
+        ctx.set('Connection', 'close');
+        if (ctx.status !== 408 && !ctx.state.clientLeft) lingerAfterAnswer(ctx.req, ctx.res, quota(ctx), linger);
+      }
+    }
+  };
 
 const tooLarge = (limitBytes: number) =>
   new AppError('payload_too_large', `The body exceeds the limit of ${limitBytes} bytes.`, null, { limitBytes });

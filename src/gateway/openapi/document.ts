@@ -23,6 +23,8 @@ export type DocumentLimits = {
   inFlightClientSharePercent: number;
   inFlightTenantSharePercent: number;
   uploadWindow: UploadWindow;
+  /** The lingering close after a refusal (REFUSED_BODY_DRAIN_BYTES / _MS). */
+  refusedBodyDrain: { maxBytes: number; maxMs: number };
   topicPartitions: number;
 };
 
@@ -218,8 +220,11 @@ function describeService(limits: DocumentLimits): string {
       'arrives, cut off past the quota); one that does not fit is answered 429 upload_quota_exceeded with ' +
       'Retry-After, unread. Quotas are shared by all gateway replicas, leased in blocks of a twentieth of a window: ' +
       'a client or tenant spread over several replicas may be refused a little before its quota (never admitted beyond it).',
-    '- A request answered before its body was read to the end (401, 403, 408, 413, 415, 429) gets Connection: ' +
-      'close and its connection is closed once the answer is sent: the rest of the body is not read.',
+    '- A request answered before its body was read to the end (401, 403, 413, 415, 429, 503, …) gets Connection: ' +
+      'close. A client that writes its whole body before it reads the answer still reads it: the gateway reads and ' +
+      `discards what still arrives, at most ${limits.refusedBodyDrain.maxBytes} bytes and ` +
+      `${limits.refusedBodyDrain.maxMs} ms after the answer, charged to the upload quota (none once the quota is ` +
+      'spent), then closes the connection; a longer body meets a reset. After a 408 the connection is closed at once.',
     `- Operations with an in-flight limit (inbound, route suggestions) count requests whose body has arrived, per ` +
       `gateway replica; one Integration Client holds at most ${limits.inFlightClientSharePercent}% of the slots, and ` +
       `all of a tenant's clients together at most ${limits.inFlightTenantSharePercent}% (each at least one); beyond, ` +

@@ -1,6 +1,7 @@
 import type { Pool } from '../../shared/db/pool.js';
 import { AppError } from '../../shared/errors.js';
 import type { BodyQuota } from '../http/body.js';
+import type { GatewayContext } from '../http/state.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
 import { createLeasedCounter } from './leased-counter.js';
 
@@ -20,6 +21,13 @@ export type UploadWindow = { bytesPerSecond: number; windowSeconds: number; wind
 
 /** Who sends a body: an Integration Client (its own quota, or null) and its tenant, or an address. */
 export type Uploader = { client: string; tenant?: string | null; bytesPerSecond?: number | null };
+
+/** The uploader of a request: its authenticated client, or its address. */
+export const uploaderOf = (ctx: GatewayContext): Uploader => ({
+  client: ctx.state.client?.clientId ?? ctx.ip,
+  tenant: ctx.state.client?.tenantId,
+  bytesPerSecond: ctx.state.client?.uploadBytesPerSecond,
+});
 
 /**
  * The quota a body is charged to: its client's (an Integration Client id, or an address when

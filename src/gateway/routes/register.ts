@@ -11,7 +11,7 @@ import type { GatewayContext, GatewayState } from '../http/state.js';
 import { parseOrThrow } from '../http/validate.js';
 import { InFlightSlots } from '../http/in-flight.js';
 import { rateLimitedError, type RateLimiter } from '../rate-limit/rate-limiter.js';
-import type { UploadQuota } from '../rate-limit/upload-quota.js';
+import { uploaderOf, type UploadQuota } from '../rate-limit/upload-quota.js';
 import { ClientLeftError } from '../http/client-left.js';
 import type { MemoryBudget } from '../memory/memory-budget.js';
 import type { RouteDefinition } from './route-definition.js';
@@ -133,11 +133,7 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
     const limits = () => ({
       limitBytes: route.bodyLimitBytes ?? deps.bodyLimitBytes,
       deadlineMs: deps.bodyReadTimeoutMs,
-      quota: deps.uploadQuota({
-        client: ctx.state.client?.clientId ?? ctx.ip,
-        tenant: ctx.state.client?.tenantId,
-        bytesPerSecond: ctx.state.client?.uploadBytesPerSecond,
-      }),
+      quota: deps.uploadQuota(uploaderOf(ctx)),
     });
     if (route.parseRawBody) {
       body = await route.parseRawBody(await readRawBody(ctx, limits()));

@@ -1,0 +1,63 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { BodyQuota } from './body.js';
+
+// A request refused before its body was read is answered with Connection: close. Closing the
+// connection right after the answer made every client that writes its whole body before it
+// reads (Python's http.client and requests, many Java and .NET clients) fail with a broken pipe
+// instead of reading the refusal: the client's pending writes meet a closed socket, and the
+// kernel answers them with a reset that also discards the answer (issue 41). Reading the rest
+// of the body to its end, as Node would, lets one request make the gateway read gigabytes
+// (issue 24). So, as nginx's "lingering close": once the answer has gone out, the gateway closes
+// its sending side and reads and discards what still arrives, within bounds (bytes and time after
+// the answer, and the sender's upload quota), then closes the connection.
+
+/** The bounds of one lingering close (REFUSED_BODY_DRAIN_BYTES / _MS); 0 in either: close at once. */
+export type LingerBounds = { maxBytes: number; maxMs: number };
+
+/** Connections lingering after a refusal: a request pipelined behind the refused body is not served. */
+const lingering = new WeakSet<Socket>();
+
+export const isLingering = (socket: Socket): boolean => lingering.has(socket);
+
+/**
+ * Arranges for the connection of `req`, whose answer `res` says Connection: close, to linger once
+ * the answer has been sent. Node then calls socket.destroySoon(), which this replaces for this
+ * socket alone: the sending side ends (the client sees the answer, then end of stream) and the
+ * rest of the body is read and discarded, each chunk charged to `quota` before the next is read.
+ * The connection is closed when the body has ended, once more than maxBytes were read from it
+ * since the answer (past the bound by at most what one read of the socket holds, 64 KiB), maxMs
+ * after the answer, or when the quota has no room for a chunk.
+ */
+export function lingerAfterAnswer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  quota: BodyQuota,
+  { maxBytes, maxMs }: LingerBounds,
+): void {
+  if (maxBytes <= 0 || maxMs <= 0) return;
+  const socket = req.socket;
+  const close = () => socket.destroy();
+  const closeWhenFlushed = socket.destroySoon.bind(socket); // the answer's last bytes, then close
+  // Before Node's own listener, which would dump the request: its parser would then discard the
+  // rest of the body unseen (uncounted, uncharged). Reading it here keeps Node's backpressure.
+  res.prependOnceListener('finish', () => {
+    const readBefore = socket.bytesRead;
+    req.on('data', (chunk: Buffer) => {
+      if (socket.bytesRead - readBefore > maxBytes) return close();
+      req.pause();
+      quota.charge(chunk.length).then(() => {
+        if (!socket.destroyed) req.resume();
+      }, close);
+    });
+    // Everything the client sent has been read: nothing unread remains for a reset to announce.
+    req.once('end', closeWhenFlushed);
+    req.resume(); // a body reader that gave up paused it (raw-body for a 413)
+  });
+  socket.destroySoon = () => {
+    lingering.add(socket);
+    const timer = setTimeout(close, maxMs);
+    socket.once('close', () => clearTimeout(timer));
+    socket.end();
+  };
+}
