@@ -1,12 +1,21 @@
 import pg from 'pg';
+import { assertWritable } from '../../shared/db/writable.js';
 import type { Logger } from '../../shared/logger.js';
 import { backoffMs, schedules } from '../../shared/retry.js';
+import { withTimeout } from '../../shared/timeout.js';
 
 // Long-poll waiters of the event feed, woken by PostgreSQL's NOTIFY (migrations/0016: every
 // committed webhook_events insert notifies channel webhook_event with its client id). One
 // dedicated connection per gateway LISTENs for all waiters; it connects when the first waiter
 // comes and reconnects after a failure, waking every waiter then (a notification sent while it was
 // away is lost, so each re-reads).
+//
+// The connection must lead to the primary: an old primary kept reachable read-only after a
+// failover (or a standby behind a misrouted proxy) raises no error on it, but the commits happen
+// elsewhere and their notifications never come, so long-polls would only see new events at their
+// timeout. So it connects only to a server that accepts writes (assertWritable, the readiness
+// probe's condition), and every checkMs checks that its server still does (and answers at all);
+// when not, it is replaced like a lost one: the reconnect, with backoff, wakes every waiter.
 
 export type WaitOutcome = 'woken' | 'timeout' | 'closed' | 'aborted';
 
@@ -25,11 +34,26 @@ export type EventWaits = {
 
 export type EventWaitLimits = { perClient: number; perTenant: number; max: number };
 
+export type EventWaitOptions = {
+  /**
+   * How often the LISTEN connection checks that its server still accepts writes, and how long
+   * that check may take. Default: the longest wait between its reconnects (schedules.eventListen),
+   * so a connection left on a read-only old primary is replaced within about as long as one lost
+   * outright.
+   */
+  checkMs?: number;
+};
+
 export const eventChannel = 'webhook_event';
 
 type Slot = { woken: boolean; wake: (() => void) | null; clientId: string; tenantId: string };
 
-export function createEventWaits(databaseUrl: string, limits: EventWaitLimits, logger: Logger): EventWaits {
+export function createEventWaits(
+  databaseUrl: string,
+  limits: EventWaitLimits,
+  logger: Logger,
+  { checkMs = schedules.eventListen.maxMs }: EventWaitOptions = {},
+): EventWaits {
   const byClient = new Map<string, Set<Slot>>();
   const perTenant = new Map<string, number>();
   let total = 0;
@@ -53,9 +77,11 @@ export function createEventWaits(databaseUrl: string, limits: EventWaitLimits, l
       keepAlive: true, // a silently lost server is noticed (and the connection replaced)
     });
     let lost = false;
+    let checkTimer: NodeJS.Timeout | undefined;
     const onLost = (err?: Error) => {
       if (lost) return;
       lost = true;
+      clearInterval(checkTimer);
       if (connection === client) connection = null;
       client.end().catch(() => undefined);
       if (closing) return;
@@ -71,6 +97,7 @@ export function createEventWaits(databaseUrl: string, limits: EventWaitLimits, l
     client.on('notification', (msg) => byClient.get(msg.payload ?? '')?.forEach(wake));
     connecting = client
       .connect()
+      .then(() => assertWritable(client)) // a read-only server: lost, retried with backoff
       .then(() => client.query(`LISTEN ${eventChannel}`))
       .then(
         () => {
@@ -78,11 +105,20 @@ export function createEventWaits(databaseUrl: string, limits: EventWaitLimits, l
           connection = client;
           failures = 0;
           if (closing) void client.end().catch(() => undefined);
+          else checkTimer = setInterval(check, checkMs).unref();
           wakeAll(); // anything committed before LISTEN took effect is found by a re-read
         },
         (err: Error) => onLost(err),
       )
       .finally(() => (connecting = null));
+    let checking = false;
+    function check(): void {
+      if (checking || lost) return;
+      checking = true;
+      withTimeout(assertWritable(client), checkMs, 'event feed LISTEN connection check')
+        .catch((err: Error) => onLost(err))
+        .finally(() => (checking = false));
+    }
   }
 
   return {

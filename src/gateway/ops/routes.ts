@@ -46,9 +46,11 @@ export function opsRoutes(deps: OpsDeps): RouteDefinition[] {
       method: 'get',
       path: '/readyz',
       operationId: 'getReadiness',
-      summary: 'Readiness: PostgreSQL and Kafka answer',
+      summary: 'Readiness: PostgreSQL accepts writes and Kafka answers',
       description:
-        '200 with ready=true when both dependencies answer, else 503 with ready=false (also while shutting down).',
+        '200 with ready=true when both dependencies answer, else 503 with ready=false (also while shutting down). ' +
+        'PostgreSQL counts only when it accepts writes: a read-only server (a standby, or an old primary still ' +
+        'reachable after a failover) is Down, its error saying "read-only".',
       tag: 'Operations',
       auth: 'none',
       responses: {

@@ -10,7 +10,11 @@ export type Readiness = {
   checks: { postgres: DependencyCheck; kafka?: DependencyCheck };
 };
 
-/** Ready: every hosted kind started, PostgreSQL answers and, when needed, the broker; probes run side by side (each bounded by its own timeout). */
+/**
+ * Ready: every hosted kind started, PostgreSQL answers and accepts writes (a read-only one is
+ * Down: scrape-queries.ts ping) and, when needed, the broker; probes run side by side (each bounded
+ * by its own timeout).
+ */
 export function createReadiness(probes: {
   postgres: () => Promise<unknown>;
   kafka?: () => Promise<unknown>;

@@ -2,6 +2,7 @@
 // never waits for a connection behind the applies, and applies never wait behind a scrape.
 import { deadLetterDepths } from '../../shared/dead-letters/depth.js';
 import { createPool, type Pool } from '../../shared/db/pool.js';
+import { checkWritable } from '../../shared/db/writable.js';
 import type { PartitionOffsets } from '../../shared/kafka/bus.js';
 import type { Logger } from '../../shared/logger.js';
 import { withTimeout } from '../../shared/timeout.js';
@@ -24,6 +25,7 @@ export const countImportJobsByStatus = `SELECT status, count(*) AS jobs FROM imp
 export type WebhookQueue = { due: number; breakersOpen: number };
 
 export type ScrapeQueries = {
+  /** Resolves when PostgreSQL answers and accepts writes (checkWritable: read-only is a failure). */
   ping(): Promise<void>;
   webhookQueue(): Promise<WebhookQueue>;
   importJobsByStatus(): Promise<Map<string, number>>;
@@ -46,7 +48,7 @@ export function createScrapeQueries(databaseUrl: string, timeoutMs: number, logg
     withTimeout(pool.query<R>(sql), timeoutMs, what).then((r) => r.rows);
 
   return {
-    ping: () => query('SELECT 1', 'postgres ping').then(() => undefined),
+    ping: () => withTimeout(checkWritable(pool), timeoutMs, 'postgres ping'),
     webhookQueue: () =>
       query<{ due: string; breakers_open: string }>(countWebhookQueue, 'webhook queue').then(([r]) => ({
         due: Number(r!.due),
