@@ -4,13 +4,24 @@ import { push, succeeded, type PushSummary } from './run.js';
 
 const n = (v: number) => v.toLocaleString('en-US');
 
+/** ", 3 requests sent again (429: 2, no answer: 1)", or nothing when none was. */
+function retriesText(retries: Record<string, number>): string {
+  const total = Object.values(retries).reduce((a, b) => a + b, 0);
+  if (total === 0) return '';
+  const why = Object.entries(retries)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([reason, count]) => `${reason}: ${n(count)}`)
+    .join(', ');
+  return `, ${n(total)} ${total === 1 ? 'request' : 'requests'} sent again (${why})`;
+}
+
 export function formatSummary(s: PushSummary): string {
   const lines = [
     `connect-push: ${n(s.done)} targets in ${s.seconds.toFixed(1)} s: ${n(s.accepted)} accepted, ${n(s.rejected)} rejected` +
       (s.undelivered > 0 ? `, ${n(s.undelivered)} not delivered` : ''),
     `  ${n(s.batches)} batches (≤ ${n(s.limits.maxTargets)} targets, ≤ ${n(s.limits.maxBytes)} bytes), ${n(s.importJobs)} import jobs` +
       (s.replayedBatches > 0 ? `, ${n(s.replayedBatches)} already sent by an earlier run` : '') +
-      (s.retries > 0 ? `, ${n(s.retries)} retries after 429/503` : ''),
+      retriesText(s.retries),
   ];
   if (s.waited) lines.push(`  applied ${n(s.waited.applied)}, failed in the workers ${n(s.waited.failed)}`);
   if (s.rejectsWritten > 0)

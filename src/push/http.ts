@@ -24,8 +24,8 @@ export type Http = {
     path: string,
     init?: { body?: Buffer; headers?: Record<string, string> },
   ): Promise<Answer>;
-  /** Attempts that were answered 429/503 or not at all, and retried (for the summary). */
-  retries(): number;
+  /** Attempts retried, by why: the status (429, 502, 503, 504) or "no answer" (for the summary). */
+  retries(): Record<string, number>;
 };
 
 /**
@@ -35,9 +35,9 @@ export type Http = {
  * makes the retry safe.
  */
 export function createHttp(baseUrl: string, apiKey: string, signal: AbortSignal): Http {
-  let retried = 0;
+  const retried: Record<string, number> = {};
   return {
-    retries: () => retried,
+    retries: () => ({ ...retried }),
     async request(method, path, init = {}) {
       for (let failures = 0; ;) {
         let answer: Answer | null = null;
@@ -49,18 +49,21 @@ export function createHttp(baseUrl: string, apiKey: string, signal: AbortSignal)
             headers: { Authorization: `Bearer ${apiKey}`, Accept: 'application/json', ...init.headers },
             ...(init.body ? { body: init.body } : {}),
           });
-          const text = await res.text();
+          // The status decides even when the body cannot be read to its end (the connection closed).
+          const text = await res.text().catch(() => '');
           answer = { status: res.status, headers: res.headers, body: jsonOrText(text) };
-          if (!retryable.has(res.status)) return checked(answer);
           reason = `${res.status} ${errorMessage(answer.body)}`;
         } catch (err) {
           if (signal.aborted) throw err;
           reason = (err as Error).cause ? String((err as Error).cause) : (err as Error).message;
         }
+        // Outside the try: a refusal (401/403) ends the run, it is never taken for a lost connection.
+        if (answer && !retryable.has(answer.status)) return checked(answer);
         failures++;
         if (!mayRetry(schedules.pushRetry, failures))
           return answer ?? { status: 0, headers: new Headers(), body: { error: { message: reason } } };
-        retried++;
+        const why = answer ? String(answer.status) : 'no answer';
+        retried[why] = (retried[why] ?? 0) + 1;
         const wait =
           retryAfterMs(answer?.headers.get('retry-after') ?? null) ?? backoffMs(schedules.pushRetry, failures);
         await sleep(wait, undefined, { signal });
@@ -69,9 +72,21 @@ export function createHttp(baseUrl: string, apiKey: string, signal: AbortSignal)
   };
 }
 
-function checked(answer: Answer): Answer {
-  if (answer.status === 401 || answer.status === 403)
-    throw new FatalError(`the service refused the API key (${answer.status}): ${errorMessage(answer.body)}`);
+/** 401 and 403 end the run (exit 2): no batch can succeed with this key. 403 names the scope it lacks. */
+export function checked(answer: Answer): Answer {
+  if (answer.status === 401)
+    throw new FatalError(
+      `the service does not accept the API key (401 ${errorMessage(answer.body)}); check CONNECT_API_KEY or --api-key`,
+    );
+  if (answer.status === 403) {
+    const scope = (answer.body as { error?: { details?: { requiredScope?: unknown } | null } } | null)?.error?.details
+      ?.requiredScope;
+    throw new FatalError(
+      typeof scope === 'string'
+        ? `the API key lacks the scope ${scope} (403 ${errorMessage(answer.body)}); ask the service's operator for a key with ${scope}`
+        : `the service refused the API key (403 ${errorMessage(answer.body)})`,
+    );
+  }
   return answer;
 }
 

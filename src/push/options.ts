@@ -29,7 +29,8 @@ POST /api/v1/inbound/targets/batch in batches that fit the service's documented 
 A rerun of the same command after a crash or Ctrl-C sends nothing twice.
 
   --url <url>              gateway base URL (env CONNECT_URL; default http://127.0.0.1:8080)
-  --api-key <key>          API key with inbound.write (env CONNECT_API_KEY; prefer the env)
+  --api-key <key>          API key with the scope inbound.targets.batch.write, and import_jobs.read
+                           for --wait (env CONNECT_API_KEY; prefer the env)
   --source-system <name>   the batches' sourceSystem (env CONNECT_SOURCE_SYSTEM) [required]
   --format ndjson|csv      default: from the file name (.csv: csv), else ndjson
   --batch-size <n>         targets per batch, at most the documented limit (default: the limit)
@@ -38,11 +39,13 @@ A rerun of the same command after a crash or Ctrl-C sends nothing twice.
   --rejects <file>         rejected targets with reasons, NDJSON (default <file>.rejects.ndjson,
                            or connect-push.rejects.ndjson for stdin)
   --wait                   wait until every import job is final; report applied and failed
+                           (checks first that the key may read import jobs)
   --plain                  plain progress lines even on a terminal
   -h, --help               this text
 
 Exit: 0 all accepted (and applied, with --wait); 1 something rejected or failed (summary says
-what); 2 usage error, or the service refused the key or the limits.`;
+what); 2 at once, nothing (more) sent: usage error, or the service refused the key (401), a scope
+(403, the message names it) or the limits.`;
 
 function positiveInt(value: string | undefined, flag: string): number | null {
   if (value === undefined) return null;

@@ -1,5 +1,5 @@
 import { cutBatches, type Batch } from './batches.js';
-import { createHttp } from './http.js';
+import { createHttp, errorMessage, FatalError, type Http } from './http.js';
 import { batchPath, readBatchLimits, type BatchLimits } from './limits.js';
 import { outcomeOf } from './outcome.js';
 import type { PushOptions } from './options.js';
@@ -14,7 +14,8 @@ export type PushSummary = Counts & {
   /** Batches the service answered with an import job of an earlier run (same key, same body). */
   replayedBatches: number;
   importJobs: number;
-  retries: number;
+  /** Requests sent again, by why: the status (429, 503, …) or "no answer". */
+  retries: Record<string, number>;
   /** Why batches were not taken. */
   failures: string[];
   rejectsPath: string;
@@ -35,6 +36,7 @@ export async function push(options: PushOptions, signal: AbortSignal): Promise<P
   const started = Date.now();
   const http = createHttp(options.baseUrl, options.apiKey, signal);
   const { used: limits } = await readBatchLimits(http, options);
+  if (options.wait) await checkCanWait(http);
   const total = await countRecords(options.input, options.format);
   const rejects = openRejectsFile(options.rejectsPath);
   const progress = createProgress(options.progress, total, describePush(total));
@@ -127,4 +129,14 @@ export async function push(options: PushOptions, signal: AbortSignal): Promise<P
     waited,
     seconds: (Date.now() - started) / 1000,
   };
+}
+
+/**
+ * --wait reads the import jobs (scope import_jobs.read): a key without it would upload everything
+ * and then fail to follow a single job, so ask once before sending anything (401/403 end the run).
+ */
+async function checkCanWait(http: Http) {
+  const res = await http.request('GET', '/api/v1/import-jobs?take=1');
+  if (res.status !== 200)
+    throw new FatalError(`--wait: GET /api/v1/import-jobs answered ${res.status} ${errorMessage(res.body)}`);
 }

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { cutBatches, type Batch, type BatchItem } from '../../src/push/batches.js';
 import { csvRowToTarget } from '../../src/push/csv-target.js';
-import { createHttp, retryAfterMs } from '../../src/push/http.js';
+import { createHttp, FatalError, retryAfterMs } from '../../src/push/http.js';
 import { outcomeOf } from '../../src/push/outcome.js';
 import { readRecords, type InputRecord } from '../../src/push/read-records.js';
 
@@ -186,9 +186,61 @@ describe('connect-push retries', () => {
         ['{"a":1}', 'k1'],
       ]);
       expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(1000);
-      expect(http.retries()).toBe(1);
+      expect(http.retries()).toEqual({ '429': 1 });
     } finally {
       server.close();
+    }
+  });
+});
+
+describe('connect-push refusals', () => {
+  /** A server answering every request with `status` and `body`; counts the requests. */
+  async function refusing(status: number, body: unknown) {
+    let requests = 0;
+    const server = createServer((req, res) => {
+      requests++;
+      req.resume();
+      res.writeHead(status, { 'Content-Type': 'application/json', Connection: 'close' }).end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const http = createHttp(
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      'key',
+      new AbortController().signal,
+    );
+    return { http, requests: () => requests, close: () => server.close() };
+  }
+
+  it('401: stops at once (one request, no retry) with a FatalError about the key', async () => {
+    const s = await refusing(401, { error: { code: 'invalid_credential', message: 'The API key is not known.' } });
+    try {
+      const started = Date.now();
+      const err = await s.http.request('POST', '/x', { body: Buffer.from('{}') }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(FatalError);
+      expect((err as Error).message).toMatch(/API key \(401 invalid_credential: The API key is not known\.\)/);
+      expect(s.requests()).toBe(1);
+      expect(s.http.retries()).toEqual({});
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      s.close();
+    }
+  });
+
+  it('403: stops at once, naming the scope the key lacks (details.requiredScope)', async () => {
+    const s = await refusing(403, {
+      error: {
+        code: 'insufficient_scope',
+        message: 'This operation needs the scope import_jobs.read.',
+        details: { requiredScope: 'import_jobs.read' },
+      },
+    });
+    try {
+      const err = await s.http.request('GET', '/api/v1/import-jobs?take=1').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(FatalError);
+      expect((err as Error).message).toMatch(/^the API key lacks the scope import_jobs\.read \(403/);
+      expect(s.requests()).toBe(1);
+    } finally {
+      s.close();
     }
   });
 });

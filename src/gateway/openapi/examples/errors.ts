@@ -12,8 +12,8 @@ const exampleErrors: Record<number, AppError> = {
     'address.countryCode': ['ISO 3166-1 alpha-2 code in capitals, e.g. DE'],
   }),
   401: new AppError('invalid_credential', 'The API key is not known.'),
-  403: new AppError('insufficient_scope', 'This operation needs the scope inbound.write.', null, {
-    requiredScope: 'inbound.write',
+  403: new AppError('insufficient_scope', 'This operation needs the scope inbound.targets.batch.write.', null, {
+    requiredScope: 'inbound.targets.batch.write',
   }),
   404: notFound('Import job 1842'),
   408: new AppError('request_timeout', 'The body did not arrive within 30000 ms.', null, { deadlineMs: 30_000 }),
