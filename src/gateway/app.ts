@@ -8,6 +8,7 @@ import { appointmentRoutes } from './appointments/routes.js';
 import { createApiKeyAuthenticator } from './auth/authenticate.js';
 import { createKeyRecords } from './auth/key-records.js';
 import { docsRoutes } from './docs/routes.js';
+import { downloadRoutes } from './downloads/routes.js';
 import { createDependencyChecks } from './health/checks.js';
 import { healthRoutes } from './health/routes.js';
 import { accessLog } from './http/access-log.js';
@@ -103,6 +104,7 @@ export function allRoutes(
         })),
     }),
     ...docsRoutes(),
+    ...downloadRoutes(),
   ];
   return routes;
 }

@@ -1,12 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { integrationScopes } from '../../src/shared/scopes.js';
 import { inboundExpressWorker, inboundWorker } from '../../src/workers/inbound/kind.js';
+import { createClientWithKey } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
+import { scaled } from '../support/time-scale.js';
 
 // The bulk uploader (src/push) against the real stack: a file of 100,000 targets, some invalid,
 // the uploader SIGKILLed midway and run again; every valid target stored once, every reject listed.
@@ -182,5 +186,109 @@ describe('connect-push', () => {
         reasons: [expect.objectContaining({ field: 'address' })],
       }),
     ]);
+  });
+});
+
+// The uploader as integrators get it: one file fetched from the gateway they push to, run from an
+// empty directory outside the checkout with nothing but Node on PATH (no npm, no node_modules).
+describe('connect-push.mjs from the gateway', () => {
+  let home: string;
+  const small = 'small.ndjson';
+
+  beforeAll(async () => {
+    home = await mkdtemp(join(tmpdir(), 'connect-push-standalone-'));
+    expect(await readdir(home)).toEqual([]);
+    const res = await fetch(`${suite.gateway.url}/downloads/connect-push.mjs`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/javascript/);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    expect(res.headers.get('x-checksum-sha256')).toBe(sha256);
+    const sum = await fetch(`${suite.gateway.url}/downloads/connect-push.mjs.sha256`);
+    expect(sum.status).toBe(200);
+    expect(await sum.text()).toBe(`${sha256}  connect-push.mjs\n`);
+    await writeFile(join(home, 'connect-push.mjs'), bytes);
+    await writeFile(
+      join(home, small),
+      makeTargets(3, 'standalone')
+        .map((t) => JSON.stringify(t))
+        .join('\n'),
+    );
+  });
+
+  afterAll(async () => {
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
+  /** node connect-push.mjs … in the empty directory; PATH holds the node binary's directory only. */
+  async function standalone(apiKey: string, sourceSystem: string, ...args: string[]) {
+    const started = Date.now();
+    const child = spawn('node', ['connect-push.mjs', small, '--plain', ...args], {
+      cwd: home,
+      env: {
+        PATH: dirname(process.execPath),
+        CONNECT_URL: suite.gateway.url,
+        CONNECT_API_KEY: apiKey,
+        CONNECT_SOURCE_SYSTEM: sourceSystem,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    return { code, output, seconds: (Date.now() - started) / 1000 };
+  }
+
+  const jobsOf = async (sourceSystem: string) =>
+    Number(
+      (await suite.pool.query(`SELECT count(*) AS n FROM import_jobs WHERE source_system = $1`, [sourceSystem])).rows[0]
+        .n,
+    );
+
+  it('pushes a small batch and waits for it: exit 0', async () => {
+    const run = await standalone(suite.demo.clients.all!.apiKey, 'standalone-ok', '--wait');
+    expect(run.code, run.output).toBe(0);
+    expect(run.output).toContain('3 targets');
+    expect(run.output).toContain('3 accepted, 0 rejected');
+    expect(run.output).toContain('applied 3, failed in the workers 0');
+    expect(run.output).not.toMatch(/retries/);
+    expect(await jobsOf('standalone-ok')).toBe(1);
+  });
+
+  it('an unknown key: exit 2 at once, saying the key is not known', async () => {
+    const run = await standalone('ck_live_not-a-key-anyone-has', 'standalone-401');
+    expect(run.code, run.output).toBe(2);
+    expect(run.seconds, run.output).toBeLessThan(scaled(10_000) / 1000);
+    expect(run.output).toMatch(/API key/);
+    expect(run.output).toMatch(/\b401\b/);
+    expect(run.output).not.toMatch(/run the same command again/);
+    expect(await jobsOf('standalone-401')).toBe(0);
+  });
+
+  it('a key without the upload scope: exit 2 at once, naming the scope', async () => {
+    const { apiKey } = await createClientWithKey(suite.pool, suite.demo.tenantId, 'import_jobs.read');
+    const run = await standalone(apiKey, 'standalone-403');
+    expect(run.code, run.output).toBe(2);
+    expect(run.seconds, run.output).toBeLessThan(scaled(10_000) / 1000);
+    expect(run.output).toContain('inbound.targets.batch.write');
+    expect(await jobsOf('standalone-403')).toBe(0);
+  });
+
+  it('--wait with a key that cannot read import jobs: exit 2 before any upload, naming import_jobs.read', async () => {
+    const { apiKey } = await createClientWithKey(suite.pool, suite.demo.tenantId, 'inbound.targets.batch.write');
+    const run = await standalone(apiKey, 'standalone-wait-403', '--wait');
+    expect(run.code, run.output).toBe(2);
+    expect(run.seconds, run.output).toBeLessThan(scaled(10_000) / 1000);
+    expect(run.output).toContain('import_jobs.read');
+    expect(await jobsOf('standalone-wait-403')).toBe(0);
+  });
+
+  it('--help names only scopes that exist', async () => {
+    const run = await standalone('unused', 'unused', '--help');
+    expect(run.code, run.output).toBe(0);
+    const named = run.output.match(/\b[a-z_]+(?:\.[a-z_]+)+\b/g)?.filter((w) => !/\.(mjs|ndjson|csv|json)$/.test(w));
+    expect([...new Set(named)].sort()).toEqual(['import_jobs.read', 'inbound.targets.batch.write']);
+    for (const scope of named!) expect(integrationScopes).toContain(scope);
   });
 });

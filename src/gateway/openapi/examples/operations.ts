@@ -425,4 +425,12 @@ export const operationExamples: Record<string, OperationExamples> = {
       200: '/*! For license information please see redoc.standalone.js.LICENSE.txt */\n!function(e,t){…}(this,…);\n',
     },
   },
+  getConnectPush: {
+    responses: {
+      200: '#!/usr/bin/env node\n// connect-push 0.1.0: bulk upload of targets to the Connect Integration Service.\n…\n',
+    },
+  },
+  getConnectPushChecksum: {
+    responses: { 200: '3f9a2c…e41b  connect-push.mjs\n' },
+  },
 };
