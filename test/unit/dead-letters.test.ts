@@ -1,3 +1,4 @@
+import { userInfo } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { AdminError, UsageError } from '../../src/admin/args.js';
 import { deadLettersList, deadLettersReplay, deadLettersShow } from '../../src/admin/commands/dead-letters.js';
@@ -101,7 +102,9 @@ describe('dead-letters commands: command lines', () => {
       },
       limit: 100,
     });
-    expect(() => deadLettersList.parse(['--kind', 'webhooks'])).toThrow(AdminError);
+    // A kind outside the fixed list is a malformed command line: exit 2, as the help says.
+    expect(() => deadLettersList.parse(['--kind', 'webhooks'])).toThrow(UsageError);
+    expect(() => deadLettersList.parse(['--kind', 'nonsense'])).toThrow(UsageError);
     expect(() => deadLettersList.parse(['--tenant', 'acme'])).toThrow(AdminError);
     expect(() => deadLettersList.parse(['--since', '2026-11-27', '--until', '2026-11-26'])).toThrow(AdminError);
     expect(() => deadLettersShow.parse(['--id', 'inbound:0:1'])).toThrow(AdminError);
@@ -116,5 +119,27 @@ describe('dead-letters commands: command lines', () => {
     expect(() => deadLettersReplay.parse(['--kind', 'jobs', '--operator', 'kim'])).toThrow(UsageError);
     expect(() => deadLettersReplay.parse(['--all', '--id', 'jobs/0/1', '--operator', 'kim'])).toThrow(UsageError);
     expect(() => deadLettersReplay.parse(['--all', '--operator', ' '])).toThrow(AdminError);
+  });
+
+  it('replay where $USER and $LOGNAME are unset (containers, CI): a dry run needs no name, --execute asks for --operator', () => {
+    const saved = { USER: process.env.USER, LOGNAME: process.env.LOGNAME };
+    delete process.env.USER;
+    delete process.env.LOGNAME;
+    try {
+      expect(deadLettersReplay.parse(['--kind', 'inbound', '--since', '2026-11-26'])).toMatchObject({ execute: false });
+      expect(deadLettersReplay.parse(['--all', '--execute', '--operator', 'ci-job-17']).operator).toBe('ci-job-17');
+      const execute = deadLettersReplay.parse.bind(null, ['--all', '--execute']);
+      // Named by the account when the system knows it, else the command asks for --operator.
+      let account: string | null = null;
+      try {
+        account = userInfo().username || null;
+      } catch {
+        account = null;
+      }
+      if (account) expect(execute().operator).toBe(account);
+      else expect(execute).toThrow(UsageError);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) if (v !== undefined) process.env[k] = v;
+    }
   });
 });

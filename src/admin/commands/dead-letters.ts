@@ -1,3 +1,4 @@
+import { userInfo } from 'node:os';
 import { createDeadLetters, type DeadLetterFilter, type DeadLetters } from '../../shared/dead-letters/dead-letters.js';
 import { deadLetterKindNames } from '../../shared/dead-letters/kinds.js';
 import { AdminError, UsageError, commaList, limitArg, parseOptions, required, timestampArg, uuidArg } from '../args.js';
@@ -21,8 +22,9 @@ function kindsArg(value: string | undefined): string[] {
   if (value === undefined || value.trim() === 'all') return [];
   const names = commaList(value);
   const unknown = names.filter((n) => !deadLetterKindNames.includes(n));
+  // The kinds are a fixed list, like the options: naming another is a malformed command line (exit 2).
   if (names.length === 0 || unknown.length > 0)
-    throw new AdminError(`--kind must name kinds among ${kindList} (or "all"), got ${JSON.stringify(value)}`);
+    throw new UsageError(`--kind must name kinds among ${kindList} (or "all"), got ${JSON.stringify(value)}`);
   return names;
 }
 
@@ -113,11 +115,32 @@ export const deadLettersShow: Command<{ id: string }> = {
 
 type ActionInput = { filter: DeadLetterFilter; execute: boolean; operator: string; note: string | null; limit: number };
 
-function operatorArg(value: string | undefined): string {
-  const name = (value ?? process.env.USER ?? process.env.LOGNAME ?? '').trim();
-  if (name.length < 1 || name.length > 200)
-    throw new AdminError('name the operator with --operator <name> (1 to 200 characters; default: $USER)');
-  return name;
+/** The login name: $USER, $LOGNAME, else the account of the process's uid (none in many containers). */
+function accountName(): string | null {
+  const fromEnv = (process.env.USER ?? process.env.LOGNAME ?? '').trim();
+  if (fromEnv) return fromEnv;
+  try {
+    return userInfo().username.trim() || null;
+  } catch {
+    return null; // a uid without a passwd entry (containers, CI)
+  }
+}
+
+/**
+ * Who acts: --operator, else the login name. A dry run records nothing, so it needs none; a real
+ * run without any name asks for --operator (a missing option: exit 2).
+ */
+function operatorArg(value: string | undefined, execute: boolean): string {
+  if (value !== undefined) {
+    const name = value.trim();
+    if (name.length < 1 || name.length > 200) throw new AdminError('--operator must be 1 to 200 characters');
+    return name;
+  }
+  const name = accountName()?.slice(0, 200) ?? null;
+  if (name) return name;
+  if (execute)
+    throw new UsageError('--execute records who acted: name the operator with --operator <name> ($USER is unset)');
+  return '(dry run)';
 }
 
 function actionCommand(action: 'replay' | 'purge'): Command<ActionInput> {
@@ -133,7 +156,7 @@ function actionCommand(action: 'replay' | 'purge'): Command<ActionInput> {
     summary:
       `${what}. Selects dead letters not yet replayed or purged: by --id, by filters (e.g. --kind inbound --since <time>), ` +
       'or every one (--all). A dry run unless --execute: it prints what would be done. Each real run is recorded ' +
-      '(operator: --operator or $USER; see `dead-letters actions`).',
+      '(operator: --operator, else $USER or the account; see `dead-letters actions`).',
     parse(args) {
       const v = parseOptions(args, {
         ...filterOptions,
@@ -154,7 +177,7 @@ function actionCommand(action: 'replay' | 'purge'): Command<ActionInput> {
       return {
         filter: { ...filter, ids },
         execute: v.execute === true,
-        operator: operatorArg(v.operator),
+        operator: operatorArg(v.operator, v.execute === true),
         note,
         limit: limitArg(v.limit, 100, maxLimit),
       };
