@@ -103,7 +103,7 @@ export async function push(options: PushOptions, signal: AbortSignal): Promise<P
       if (inFlight.size >= options.concurrency) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
-    if (firstError) throw firstError;
+    if (firstError) throw stoppedAfter(firstError, counts.accepted);
   } finally {
     progress.stop();
   }
@@ -139,4 +139,13 @@ async function checkCanWait(http: Http) {
   const res = await http.request('GET', '/api/v1/import-jobs?take=1');
   if (res.status !== 200)
     throw new FatalError(`--wait: GET /api/v1/import-jobs answered ${res.status} ${errorMessage(res.body)}`);
+}
+
+/** A refusal after some batches were taken (e.g. the key revoked midway) says how many were. */
+function stoppedAfter(err: unknown, accepted: number): unknown {
+  if (!(err instanceof FatalError) || accepted === 0) return err;
+  return new FatalError(
+    `${err.message}; ${accepted.toLocaleString('en-US')} targets were accepted before that ` +
+      '(run the same command again with a key that may: nothing is sent twice)',
+  );
 }

@@ -1,11 +1,16 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { cutBatches, type Batch, type BatchItem } from '../../src/push/batches.js';
 import { csvRowToTarget } from '../../src/push/csv-target.js';
 import { createHttp, FatalError, retryAfterMs } from '../../src/push/http.js';
 import { outcomeOf } from '../../src/push/outcome.js';
+import { parsePushOptions } from '../../src/push/options.js';
+import { push } from '../../src/push/run.js';
 import { readRecords, type InputRecord } from '../../src/push/read-records.js';
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
@@ -241,6 +246,59 @@ describe('connect-push refusals', () => {
       expect(s.requests()).toBe(1);
     } finally {
       s.close();
+    }
+  });
+});
+
+describe('connect-push stopped midway', () => {
+  it('a key refused after some batches: exit-2 error saying how many targets were accepted before', async () => {
+    const openApi = {
+      paths: {
+        '/api/v1/inbound/targets/batch': {
+          post: {
+            'x-max-body-bytes': 1_000_000,
+            requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Batch' } } } },
+          },
+        },
+      },
+      components: { schemas: { Batch: { properties: { targets: { maxItems: 2 } } } } },
+    };
+    let batches = 0;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const json = (status: number, body: unknown) =>
+          res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+        if (req.url === '/openapi.json') return json(200, openApi);
+        batches++;
+        if (batches === 1)
+          return json(200, {
+            importJobId: 1,
+            idempotentReplay: false,
+            counts: { accepted: 2, rejected: 0 },
+            errors: [],
+            errorsOmitted: 0,
+          });
+        json(401, { error: { code: 'revoked_credential', message: 'The API key was revoked.' } });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const dir = await mkdtemp(join(tmpdir(), 'push-stopped-'));
+    try {
+      const file = join(dir, 'in.ndjson');
+      await writeFile(file, [1, 2, 3, 4, 5, 6].map((i) => JSON.stringify(target(i))).join('\n'));
+      const options = parsePushOptions(
+        [file, '--concurrency', '1', '--url', `http://127.0.0.1:${(server.address() as AddressInfo).port}`],
+        { CONNECT_API_KEY: 'k', CONNECT_SOURCE_SYSTEM: 'erp' },
+        false,
+      )!;
+      const err = await push(options, new AbortController().signal).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(FatalError);
+      expect((err as Error).message).toMatch(/\(401 revoked_credential: .*; 2 targets were accepted before that/);
+      expect(batches).toBe(2); // nothing more after the refusal
+    } finally {
+      server.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
