@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createPool } from '../../src/shared/db/pool.js';
 import { dropDatabase } from '../support/database.js';
@@ -185,6 +185,13 @@ describe.skipIf(skip !== '')(`the image${skip ? ` (skipped: ${skip})` : ''}`, ()
       120_000,
       'the batch Completed',
     );
+
+    // The image carries the uploader in one file (npm run build) and its gateway serves it.
+    const download = await fetch(`${gateway.url}/downloads/connect-push.mjs`);
+    const script = Buffer.from(await download.arrayBuffer());
+    expect(download.status).toBe(200);
+    expect(script.toString('utf8', 0, 20)).toBe('#!/usr/bin/env node\n');
+    expect(download.headers.get('x-checksum-sha256')).toBe(createHash('sha256').update(script).digest('hex'));
   });
 
   it('stops the gateway and the worker with exit 0, an upload still trickling in past Docker’s default grace', async () => {
