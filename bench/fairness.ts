@@ -56,12 +56,8 @@ import {
   type PhaseCpu,
 } from './lib/processes.js';
 import { percentiles, round } from './lib/stats.js';
+import { envInt } from './lib/env.js';
 
-const envInt = (name: string, def: number) => {
-  const n = Number(process.env[name] ?? def);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a whole number ≥ 1, not ${process.env[name]}`);
-  return n;
-};
 const opts = {
   phaseSeconds: envInt('BENCH_PHASE_SECONDS', 20),
   backlogTargets: envInt('BENCH_BACKLOG_TARGETS', 1_000_000),

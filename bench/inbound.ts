@@ -68,15 +68,7 @@ import {
   type PhaseCpu,
 } from './lib/processes.js';
 import { percentiles, round } from './lib/stats.js';
-
-const envInt = (name: string, def: number, min = 1) => {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return def;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min)
-    throw new Error(`${name} must be an integer ≥ ${min}, not ${JSON.stringify(raw)}`);
-  return n;
-};
+import { envInt } from './lib/env.js';
 
 /** The gateway's threads the table names; the rest (V8's, libuv's) count as other. */
 const gatewayThreadNames = ['event loop', 'batch-parse', 'kafka-producer', 'other'];

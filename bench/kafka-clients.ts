@@ -17,12 +17,8 @@ import { loadConfig } from '../src/shared/config.js';
 import { durableProducer } from '../src/shared/kafka/serial-producer.js';
 import { batchTargets, benchSourceSystem } from './lib/batches.js';
 import { round, runLoops } from './lib/stats.js';
+import { envInt } from './lib/env.js';
 
-const envInt = (name: string, def: number) => {
-  const n = Number(process.env[name] ?? def);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive whole number`);
-  return n;
-};
 const opts = {
   batches: envInt('BENCH_BATCHES', 100),
   batchSize: envInt('BENCH_BATCH_SIZE', 1000),

@@ -56,18 +56,14 @@ import {
   type Child,
 } from './lib/processes.js';
 import { percentiles, round, type Percentiles } from './lib/stats.js';
+import { envInt } from './lib/env.js';
 
-const envInt = (name: string, def: number) => {
-  const n = Number(process.env[name] ?? def);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, not ${process.env[name]}`);
-  return n;
-};
 const opts = {
-  phaseSeconds: envInt('BENCH_PHASE_SECONDS', 20),
-  floods: envInt('BENCH_FLOODS', 8),
-  trickles: envInt('BENCH_TRICKLES', 16),
+  phaseSeconds: envInt('BENCH_PHASE_SECONDS', 20, 0),
+  floods: envInt('BENCH_FLOODS', 8, 0),
+  trickles: envInt('BENCH_TRICKLES', 16, 0),
   phases: (process.env.BENCH_PHASES ?? 'neighbour,worst').split(',').filter(Boolean),
-  worstBudgetBytes: envInt('BENCH_WORST_BUDGET_BYTES', 768 * 1024 * 1024),
+  worstBudgetBytes: envInt('BENCH_WORST_BUDGET_BYTES', 768 * 1024 * 1024, 0),
 };
 const goals = { livezP99Ms: 50, victimP99Ratio: 2 };
 
@@ -209,7 +205,7 @@ async function run() {
         floods: opts.floods,
         trickles: opts.trickles,
         phaseSeconds: opts.phaseSeconds,
-        ...(process.env.BENCH_WORST_DRAFTS ? { draftConnections: envInt('BENCH_WORST_DRAFTS', 0) } : {}),
+        ...(process.env.BENCH_WORST_DRAFTS ? { draftConnections: envInt('BENCH_WORST_DRAFTS', 0, 0) } : {}),
         abuserKey: abuserTenant.clients.all!.apiKey,
         victimKey: victimTenant.clients.all!.apiKey,
         measure,

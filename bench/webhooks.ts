@@ -55,13 +55,8 @@ import {
   type PhaseCpu,
 } from './lib/processes.js';
 import { percentiles, round, type Percentiles } from './lib/stats.js';
+import { envInt } from './lib/env.js';
 
-const envInt = (name: string, def: number) => {
-  const n = Number(process.env[name] ?? def);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`${name} must be a positive whole number, not ${process.env[name]}`);
-  return n;
-};
 const allPhases = ['quiet', 'probe', 'tenfold', 'quietAgain'] as const;
 type PhaseName = (typeof allPhases)[number];
 const opts = {
