@@ -55,6 +55,9 @@ describe('Kafka adapter against the real broker', () => {
       topic,
       Array.from({ length: 12 }, () => ({ key: 'job', value })),
     );
+    // All twelve are in the topic: the producer split them over record batches the topic takes.
+    const [partition] = await bus.topicOffsets(topic, 10_000);
+    expect(partition!.high - partition!.low).toBe(12);
   });
 
   it('commits the offsets it is told to: a new member of the group does not see committed messages again', async () => {
