@@ -19,9 +19,9 @@ PGHA_HAPROXY_SOCKET=${PGHA_HAPROXY_SOCKET:-$PGHA_DIR/haproxy.sock}  # HAProxy ru
 
 # Patroni dynamic config (only applied at bootstrap; change later with `patronictl edit-config`).
 # Patroni's rule: loop_wait + 2*retry_timeout <= ttl.
-PGHA_TTL=${PGHA_TTL:-10}
+PGHA_TTL=${PGHA_TTL:-30}
 PGHA_LOOP_WAIT=${PGHA_LOOP_WAIT:-2}
-PGHA_RETRY_TIMEOUT=${PGHA_RETRY_TIMEOUT:-4}
+PGHA_RETRY_TIMEOUT=${PGHA_RETRY_TIMEOUT:-10}
 # 0 = if the primary's PostgreSQL dies, fail over to the sync standby at once.
 # Patroni's default (300) restarts the crashed primary in place instead and does NOT fail over.
 PGHA_PRIMARY_START_TIMEOUT=${PGHA_PRIMARY_START_TIMEOUT:-0}
