@@ -1,8 +1,9 @@
 import pg from 'pg';
 import { assertWritable } from '../../shared/db/writable.js';
 import type { Logger } from '../../shared/logger.js';
-import { backoffMs, schedules } from '../../shared/retry.js';
-import { withTimeout } from '../../shared/timeout.js';
+import { retrying, schedules } from '../../shared/retry.js';
+import { TimeoutError, withTimeout } from '../../shared/timeout.js';
+import { InFlightSlots } from '../http/in-flight.js';
 
 // Long-poll waiters of the event feed, woken by PostgreSQL's NOTIFY (migrations/0016: every
 // committed webhook_events insert notifies channel webhook_event with its client id). One
@@ -32,6 +33,9 @@ export type EventWaits = {
   close(): Promise<void>;
 };
 
+/** Refuses every wait (the OpenAPI document is printed without a database). */
+export const noEventWaits: EventWaits = { enter: () => null, close: async () => undefined };
+
 export type EventWaitLimits = { perClient: number; perTenant: number; max: number };
 
 export type EventWaitOptions = {
@@ -46,7 +50,19 @@ export type EventWaitOptions = {
 
 export const eventChannel = 'webhook_event';
 
-type Slot = { woken: boolean; wake: (() => void) | null; clientId: string; tenantId: string };
+type Slot = { woken: boolean; wake: (() => void) | null };
+
+/**
+ * The LISTEN connection's lifecycle. Only the connection the state holds is heeded (its loss, its
+ * checks); a waiter's entry starts it, a loss starts it again while anyone waits.
+ *   idle ─listen─▶ connecting ─connected─▶ listening ─lost (error, end, check failed)─▶ idle
+ *   connecting: retrying() with schedules.eventListen until a writable server LISTENs
+ *   any ─close─▶ closed
+ */
+type State =
+  | { name: 'idle' | 'closed' }
+  | { name: 'connecting'; stop: AbortController; done: Promise<void> }
+  | { name: 'listening'; client: pg.Client; checkTimer: NodeJS.Timeout };
 
 export function createEventWaits(
   databaseUrl: string,
@@ -55,127 +71,138 @@ export function createEventWaits(
   { checkMs = schedules.eventListen.maxMs }: EventWaitOptions = {},
 ): EventWaits {
   const byClient = new Map<string, Set<Slot>>();
-  const perTenant = new Map<string, number>();
-  let total = 0;
-  let closing = false;
-  let connection: pg.Client | null = null;
-  let connecting: Promise<void> | null = null;
-  let failures = 0;
-  let retryTimer: NodeJS.Timeout | undefined;
+  const slots = new InFlightSlots({ client: { count: limits.perClient }, tenant: { count: limits.perTenant } });
+  let state: State = { name: 'idle' };
 
   const wake = (slot: Slot) => {
     slot.woken = true;
     slot.wake?.();
   };
-  const wakeAll = () => byClient.forEach((slots) => slots.forEach(wake));
+  const wakeAll = () => byClient.forEach((waiting) => waiting.forEach(wake));
+  const end = (client: pg.Client) => void client.end().catch(() => undefined);
 
-  function listen(): void {
-    if (closing || connection || connecting) return;
+  // One attempt: a connection to a server that accepts writes (a read-only one is refused and
+  // retried like one that does not answer), listening.
+  const connect = async (stop: AbortSignal): Promise<pg.Client> => {
+    stop.throwIfAborted();
     const client = new pg.Client({
       connectionString: databaseUrl,
       application_name: 'connect-gateway-events',
       keepAlive: true, // a silently lost server is noticed (and the connection replaced)
     });
-    let lost = false;
-    let checkTimer: NodeJS.Timeout | undefined;
-    const onLost = (err?: Error) => {
-      if (lost) return;
-      lost = true;
-      clearInterval(checkTimer);
-      if (connection === client) connection = null;
-      client.end().catch(() => undefined);
-      if (closing) return;
-      failures++;
-      const retryInMs = backoffMs(schedules.eventListen, failures);
-      logger.warn({ err, retryInMs }, 'event feed LISTEN connection lost; reconnecting');
-      retryTimer = setTimeout(() => {
-        if (total > 0) listen();
-      }, retryInMs);
-    };
-    client.on('error', onLost);
-    client.on('end', () => onLost());
+    client.on('error', (err) => lost(client, err));
+    client.on('end', () => lost(client));
     client.on('notification', (msg) => byClient.get(msg.payload ?? '')?.forEach(wake));
-    connecting = client
-      .connect()
-      .then(() => assertWritable(client)) // a read-only server: lost, retried with backoff
-      .then(() => client.query(`LISTEN ${eventChannel}`))
-      .then(
-        () => {
-          if (lost) return;
-          connection = client;
-          failures = 0;
-          if (closing) void client.end().catch(() => undefined);
-          else checkTimer = setInterval(check, checkMs).unref();
-          wakeAll(); // anything committed before LISTEN took effect is found by a re-read
-        },
-        (err: Error) => onLost(err),
-      )
-      .finally(() => (connecting = null));
-    let checking = false;
-    function check(): void {
-      if (checking || lost) return;
-      checking = true;
-      withTimeout(assertWritable(client), checkMs, 'event feed LISTEN connection check')
-        .catch((err: Error) => onLost(err))
-        .finally(() => (checking = false));
+    try {
+      await client.connect();
+      await assertWritable(client);
+      await client.query(`LISTEN ${eventChannel}`);
+      return client;
+    } catch (err) {
+      end(client);
+      throw err;
+    }
+  };
+
+  // idle → connecting → listening (or closed meanwhile: the new connection ends).
+  function listen(): void {
+    if (state.name !== 'idle') return;
+    const stop = new AbortController();
+    const done = retrying(schedules.eventListen, () => connect(stop.signal), {
+      retriable: () => true,
+      onRetry: (err, failures, retryInMs) =>
+        logger.warn({ err, failures, retryInMs }, 'event feed LISTEN connection failed; reconnecting'),
+      signal: stop.signal,
+    }).then(
+      (client) => {
+        if (state.name !== 'connecting' || state.stop !== stop) return end(client);
+        state = { name: 'listening', client, checkTimer: setTimeout(() => check(client), checkMs).unref() };
+        wakeAll(); // anything committed before LISTEN took effect is found by a re-read
+      },
+      () => undefined, // closed while connecting
+    );
+    state = { name: 'connecting', stop, done };
+  }
+
+  // listening → idle, then connecting again if anyone waits.
+  function lost(client: pg.Client, err?: Error): void {
+    if (state.name !== 'listening' || state.client !== client) return;
+    clearTimeout(state.checkTimer);
+    state = { name: 'idle' };
+    end(client);
+    logger.warn({ err }, 'event feed LISTEN connection lost; reconnecting');
+    if (byClient.size > 0) listen();
+  }
+
+  // listening: the server still accepts writes and answers within checkMs, else the connection is lost.
+  function check(client: pg.Client): void {
+    withTimeout(assertWritable(client), checkMs, 'event feed LISTEN connection check').then(
+      () => {
+        if (state.name === 'listening' && state.client === client)
+          state.checkTimer = setTimeout(() => check(client), checkMs).unref();
+      },
+      (err: Error) => lost(client, err),
+    );
+  }
+
+  // any → closed.
+  async function close(): Promise<void> {
+    const was = state;
+    state = { name: 'closed' };
+    wakeAll();
+    if (was.name === 'connecting') {
+      was.stop.abort();
+      await was.done;
+    }
+    if (was.name === 'listening') {
+      clearTimeout(was.checkTimer);
+      await was.client.end().catch(() => undefined);
     }
   }
 
-  return {
-    enter({ clientId, tenantId }) {
-      if (closing) return null;
-      const mine = byClient.get(clientId)?.size ?? 0;
-      const tenants = perTenant.get(tenantId) ?? 0;
-      if (mine >= limits.perClient || tenants >= limits.perTenant || total >= limits.max) return null;
-      const slot: Slot = { woken: false, wake: null, clientId, tenantId };
-      if (!byClient.has(clientId)) byClient.set(clientId, new Set());
-      byClient.get(clientId)!.add(slot);
-      perTenant.set(tenantId, tenants + 1);
-      total++;
-      listen();
-      let left = false;
-      return {
-        next(ms, signal) {
-          if (slot.woken) {
-            slot.woken = false;
-            return Promise.resolve('woken');
-          }
-          if (closing) return Promise.resolve('closed');
-          return new Promise<WaitOutcome>((resolve) => {
-            const done = (outcome: WaitOutcome) => {
-              clearTimeout(timer);
-              signal.removeEventListener('abort', onAbort);
-              slot.wake = null;
-              slot.woken = false;
-              resolve(outcome);
-            };
-            const onAbort = () => done('aborted');
-            const timer = setTimeout(() => done('timeout'), ms);
-            signal.addEventListener('abort', onAbort, { once: true });
-            slot.wake = () => done(closing ? 'closed' : 'woken');
-            if (signal.aborted) onAbort();
-          });
-        },
-        leave() {
-          if (left) return;
-          left = true;
-          const slots = byClient.get(clientId)!;
-          slots.delete(slot);
-          if (slots.size === 0) byClient.delete(clientId);
-          const n = perTenant.get(tenantId)! - 1;
-          if (n === 0) perTenant.delete(tenantId);
-          else perTenant.set(tenantId, n);
-          total--;
-        },
-      };
-    },
-    async close() {
-      closing = true;
-      clearTimeout(retryTimer);
-      wakeAll();
-      await connecting?.catch(() => undefined);
-      await connection?.end().catch(() => undefined);
-      connection = null;
-    },
-  };
+  function enter({ clientId, tenantId }: { clientId: string; tenantId: string }): Waiter | null {
+    if (state.name === 'closed') return null;
+    const release = slots.take('events', { client: clientId, tenant: tenantId }, limits.max);
+    if (!release) return null;
+    const slot: Slot = { woken: false, wake: null };
+    const waiting = byClient.get(clientId) ?? new Set<Slot>();
+    byClient.set(clientId, waiting.add(slot));
+    listen();
+    let left = false;
+    return {
+      async next(ms, signal) {
+        if (slot.woken) {
+          slot.woken = false;
+          return 'woken';
+        }
+        if (state.name === 'closed') return 'closed';
+        let onAbort = () => undefined as void;
+        const woken = new Promise<WaitOutcome>((resolve) => {
+          onAbort = () => resolve('aborted');
+          slot.wake = () => resolve(state.name === 'closed' ? 'closed' : 'woken');
+          signal.addEventListener('abort', onAbort, { once: true });
+          if (signal.aborted) onAbort();
+        });
+        try {
+          return await withTimeout(woken, ms, 'event feed wait');
+        } catch (err) {
+          if (err instanceof TimeoutError) return 'timeout';
+          throw err;
+        } finally {
+          signal.removeEventListener('abort', onAbort);
+          slot.wake = null;
+          slot.woken = false;
+        }
+      },
+      leave() {
+        if (left) return;
+        left = true;
+        waiting.delete(slot);
+        if (waiting.size === 0) byClient.delete(clientId);
+        release();
+      },
+    };
+  }
+
+  return { enter, close };
 }

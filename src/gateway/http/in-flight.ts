@@ -5,19 +5,23 @@ export type SlotHolder = { client: string; tenant?: string | null };
 export type SlotRefusal = 'group' | 'client' | 'tenant';
 
 /**
+ * How much of a group's `max` one client, or all of one tenant's clients, may hold: a percent of
+ * it (at least one slot: the operation groups, the memory budget) or a fixed count (the event
+ * feed's waiters).
+ */
+export type Share = { percent: number } | { count: number };
+
+/**
  * In-flight slots per operation group, shared fairly: a group has `max` slots; one client
- * (Integration Client, or address when unauthenticated) holds at most clientSharePercent of them,
- * and all of one tenant's clients together at most tenantSharePercent (each at least one), so
- * neither a client nor a tenant with many clients can take them all. A taker may weigh more than
- * one slot (the memory budget counts bytes); a limit nothing holds yet admits any weight.
+ * (Integration Client, or address when unauthenticated) holds at most its share of them, and all
+ * of one tenant's clients together at most the tenant's share, so neither a client nor a tenant
+ * with many clients can take them all. A taker may weigh more than one slot (the memory budget
+ * counts bytes); a limit nothing holds yet admits any weight.
  */
 export class InFlightSlots {
   private readonly held = new Map<string, number>();
 
-  constructor(
-    private readonly clientSharePercent: number,
-    private readonly tenantSharePercent: number,
-  ) {}
+  constructor(private readonly shares: { client: Share; tenant: Share }) {}
 
   /** A release function, or false when the group, this client's share or its tenant's is full. */
   take(group: string, holder: SlotHolder, max: number): (() => void) | false {
@@ -27,15 +31,15 @@ export class InFlightSlots {
 
   /** A release function for `weight` slots, or the limit that has no room for them. */
   takeWeighted(group: string, { client, tenant }: SlotHolder, max: number, weight: number): (() => void) | SlotRefusal {
-    const share = (percent: number) => Math.max(1, Math.floor((max * percent) / 100));
+    const share = (s: Share) => ('count' in s ? s.count : Math.max(1, Math.floor((max * s.percent) / 100)));
     const counts: [string, number, SlotRefusal][] = [
       [group, max, 'group'],
-      [`${group}\u0000client\u0000${client}`, share(this.clientSharePercent), 'client'],
+      [`${group}\u0000client\u0000${client}`, share(this.shares.client), 'client'],
     ];
     // An operator who let one client hold more than its tenant's share meant it to (the tenant's
     // clients together are then held to that larger share).
-    const tenantShare = Math.max(this.tenantSharePercent, this.clientSharePercent);
-    if (tenant) counts.push([`${group}\u0000tenant\u0000${tenant}`, share(tenantShare), 'tenant']);
+    const tenantShare = Math.max(share(this.shares.tenant), share(this.shares.client));
+    if (tenant) counts.push([`${group}\u0000tenant\u0000${tenant}`, tenantShare, 'tenant']);
     const full = counts.find(([key, limit]) => {
       const held = this.held.get(key) ?? 0;
       return held > 0 && held + weight > limit;

@@ -76,7 +76,10 @@ const group = 'memory';
 
 export function createMemoryBudget(s: MemoryBudgetSettings): MemoryBudget {
   const inFlightBytes = Math.max(0, Math.floor(s.budgetBytes * highWater) - s.fixedBytes);
-  const shares = new InFlightSlots(s.clientSharePercent, s.tenantSharePercent);
+  const shares = new InFlightSlots({
+    client: { percent: s.clientSharePercent },
+    tenant: { percent: s.tenantSharePercent },
+  });
   const rss = s.rss ?? (() => process.memoryUsage.rss());
   let reservedBytes = 0;
   let pressure = false;

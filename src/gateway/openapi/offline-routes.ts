@@ -7,7 +7,7 @@ import { allRoutes } from '../app.js';
 import { createGatewayMetrics } from '../ops/metrics.js';
 import { noMemoryBudget } from '../memory/memory-budget.js';
 import type { BatchPreparer } from '../inbound/batch-pool.js';
-import { createEventWaits } from '../events/notifications.js';
+import { noEventWaits } from '../events/notifications.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
 
 // Nothing listens on port 1: a dependency touched by mistake fails instead of reaching a real one.
@@ -30,7 +30,7 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
     throw new Error('not available while printing the document');
   };
   const batchPreparer: BatchPreparer = { prepare: unused, close: async () => undefined };
-  const routes = allRoutes({
+  const { routes } = allRoutes({
     config,
     logger,
     pool,
@@ -41,7 +41,7 @@ export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
     bus,
     metrics: createGatewayMetrics(),
     accepting: () => false,
-    eventWaits: createEventWaits(nowhere, { perClient: 0, perTenant: 0, max: 0 }, logger), // refuses every wait
+    eventWaits: noEventWaits,
   });
   return {
     routes,

@@ -59,7 +59,10 @@ function refuseUnstorable(values: Record<string, unknown>, root: string): void {
  */
 export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDeps): Router<GatewayState> {
   const router = new Router<GatewayState>();
-  const slots = new InFlightSlots(deps.inFlightClientSharePercent, deps.inFlightTenantSharePercent);
+  const slots = new InFlightSlots({
+    client: { percent: deps.inFlightClientSharePercent },
+    tenant: { percent: deps.inFlightTenantSharePercent },
+  });
   const failedAuth = createFailedAuthLimiter(deps.authFailuresPerMinute);
   for (const route of routes) {
     const scope = scopeOf(route.method, route.path);
