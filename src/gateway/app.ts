@@ -6,7 +6,7 @@ import type { MessageBus } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
 import { appointmentRoutes } from './appointments/routes.js';
 import { createApiKeyAuthenticator } from './auth/authenticate.js';
-import { createKeyRecords } from './auth/key-records.js';
+import { createKeyRecords, type KeyRecords } from './auth/key-records.js';
 import { docsRoutes } from './docs/routes.js';
 import { downloadRoutes } from './downloads/routes.js';
 import { createDependencyChecks } from './health/checks.js';
@@ -60,11 +60,14 @@ export type AppDeps = {
   extraRoutes?: RouteDefinition[];
 };
 
-/** Every operation the gateway serves; the OpenAPI document is generated from this list. */
-export function allRoutes(
-  deps: AppDeps,
-  oauth: OAuth = createOAuth({ ...deps, keyRecords: createKeyRecords(deps.pool) }),
-): RouteDefinition[] {
+/**
+ * Every operation the gateway serves (the OpenAPI document is generated from this list), and
+ * what authenticates their callers: the key records are shared, as API keys and OAuth client
+ * secrets are the same keys.
+ */
+export function allRoutes(deps: AppDeps): { routes: RouteDefinition[]; keyRecords: KeyRecords; oauth: OAuth } {
+  const keyRecords = createKeyRecords(deps.pool);
+  const oauth = createOAuth({ ...deps, keyRecords });
   const check = createDependencyChecks(deps.pool, deps.bus, deps.config.service.healthCheckTimeoutMs);
   deps.metrics.watchDependencies(check);
   let document: unknown;
@@ -106,7 +109,7 @@ export function allRoutes(
     ...docsRoutes(),
     ...downloadRoutes(),
   ];
-  return routes;
+  return { routes, keyRecords, oauth };
 }
 
 export function createApp(deps: AppDeps): Koa<GatewayState> {
@@ -120,9 +123,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     maxIpsCount: trustedProxies,
   });
   app.silent = true; // errors are logged by errorHandler, with the request id
-  const keyRecords = createKeyRecords(deps.pool); // shared: API keys and client secrets are the same keys
-  const oauth = createOAuth({ ...deps, keyRecords });
-  const routes = allRoutes(deps, oauth);
+  const { routes, keyRecords, oauth } = allRoutes(deps);
   const uploadQuota = createUploadQuota(
     {
       clientBytesPerSecond: deps.config.limits.uploadBytesPerSecond,
