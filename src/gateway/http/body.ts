@@ -1,6 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { AppError } from '../../shared/errors.js';
+import { TimeoutError, withTimeout } from '../../shared/timeout.js';
 import { findUnstorableText } from './storable.js';
 import { parseJsonBytes, type ParsedJson } from './json-text.js';
 import { isLingering, lingerAfterAnswer, type LingerBounds } from './lingering-close.js';
@@ -91,28 +92,19 @@ async function readCounted(ctx: Context, limitBytes: number, quota: BodyQuota | 
 }
 
 async function readWithin(ctx: Context, deadlineMs: number, reading: Promise<Buffer>): Promise<Buffer> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(
-        new AppError('request_timeout', `The body did not arrive within ${deadlineMs} ms.`, null, {
-          deadlineMs,
-        }),
-      );
+  try {
+    return await withTimeout(reading, deadlineMs, 'the body');
+  } catch (err) {
+    if (err instanceof TimeoutError) {
       // The rest of the body is never read: answer, then close the connection.
       ctx.set('Connection', 'close');
       ctx.req.unpipe();
-    }, deadlineMs);
-  });
-  try {
-    return await Promise.race([reading, deadline]);
-  } catch (err) {
+      throw new AppError('request_timeout', `The body did not arrive within ${deadlineMs} ms.`, null, { deadlineMs });
+    }
     if (err instanceof AppError) throw err;
     const e = err as { type?: string; status?: number; limit?: number };
     if (e.type === 'entity.too.large' || e.status === 413) throw tooLarge(e.limit!);
     throw new AppError('invalid_json', 'The body could not be read completely.');
-  } finally {
-    clearTimeout(timer);
   }
 }
 

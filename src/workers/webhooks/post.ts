@@ -6,6 +6,7 @@ import {
   guardedLookup,
   parseWebhookUrl,
 } from '../../shared/webhooks/target-policy.js';
+import { TimeoutError, withTimeout } from '../../shared/timeout.js';
 
 export type AttemptOutcome = 'Succeeded' | 'HttpError' | 'Timeout' | 'NetworkError' | 'Refused';
 
@@ -23,12 +24,14 @@ export const snippetBytes = 500;
 // PostgreSQL text cannot hold NUL; a receiver may answer anything.
 const clean = (s: string) => s.replaceAll(String.fromCharCode(0), '');
 
+type Ending = Pick<AttemptResult, 'outcome' | 'error'>;
+
 /**
  * One POST of a webhook: no redirects followed, no connection reuse, the whole attempt (DNS,
  * connect, TLS, response and body) bounded by timeoutMs. Only a 2xx counts as delivered. The
  * target is checked against the SSRF policy on the addresses actually connected to.
  */
-export function postWebhook(
+export async function postWebhook(
   target: string,
   headers: Record<string, string>,
   body: string,
@@ -41,30 +44,22 @@ export function postWebhook(
     url = parseWebhookUrl(target);
     assertLiteralTargetAllowed(url, options.allowPrivate);
   } catch (err) {
-    return Promise.resolve({
+    return {
       outcome: 'Refused',
       statusCode: null,
       latencyMs: elapsed(),
       error: (err as Error).message,
       responseSnippet: null,
-    });
+    };
   }
   const payload = Buffer.from(body, 'utf8');
-  return new Promise((resolve) => {
-    let settled = false;
-    let statusCode: number | null = null;
-    const chunks: Buffer[] = [];
-    let received = 0;
-    const snippet = () => (received > 0 ? clean(Buffer.concat(chunks).subarray(0, snippetBytes).toString('utf8')) : '');
-    const finish = (r: Omit<AttemptResult, 'latencyMs' | 'statusCode' | 'responseSnippet'>) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve({ ...r, statusCode, latencyMs: elapsed(), responseSnippet: statusCode === null ? null : snippet() });
-      req.destroy();
-    };
+  let statusCode: number | null = null;
+  const chunks: Buffer[] = [];
+  let received = 0;
+  let req!: http.ClientRequest;
+  const exchange = new Promise<Ending>((finish) => {
     const request = url.protocol === 'https:' ? https.request : http.request;
-    const req = request(
+    req = request(
       url,
       {
         method: 'POST',
@@ -90,14 +85,6 @@ export function postWebhook(
         );
       },
     );
-    const timer = setTimeout(
-      () =>
-        finish({
-          outcome: 'Timeout',
-          error: `timed out after ${options.timeoutMs} ms${statusCode === null ? ' waiting for the response' : ' reading the response body'}`,
-        }),
-      options.timeoutMs,
-    );
     req.on('error', (err: Error & { code?: string }) => {
       if (err instanceof TargetRefusedError || err.code === 'target_refused')
         finish({ outcome: 'Refused', error: clean(err.message) });
@@ -105,4 +92,12 @@ export function postWebhook(
     });
     req.end(payload);
   });
+  const ending = await withTimeout(exchange, options.timeoutMs, 'the webhook POST').catch((err: unknown): Ending => {
+    if (!(err instanceof TimeoutError)) throw err;
+    const waiting = statusCode === null ? 'waiting for the response' : 'reading the response body';
+    return { outcome: 'Timeout', error: `timed out after ${options.timeoutMs} ms ${waiting}` };
+  });
+  req.destroy();
+  const snippet = received > 0 ? clean(Buffer.concat(chunks).subarray(0, snippetBytes).toString('utf8')) : '';
+  return { ...ending, statusCode, latencyMs: elapsed(), responseSnippet: statusCode === null ? null : snippet };
 }
