@@ -1,5 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { backoffMs, mayRetry, schedules } from '../shared/retry.js';
+import { pause, retrying, schedules } from '../shared/retry.js';
 import { jsonOrText } from './json-or-text.js';
 
 /** The service refused the key, the scope or the limits: no batch can succeed, so the run stops (exit 2). */
@@ -28,45 +27,74 @@ export type Http = {
   retries(): Record<string, number>;
 };
 
+/** An answer (or no answer) worth another attempt: the last one's is what the request returns. */
+class Unanswered extends Error {
+  constructor(
+    readonly answer: Answer | null,
+    reason: string,
+  ) {
+    super(reason);
+  }
+
+  /** For the summary: the status, or "no answer". */
+  get why(): string {
+    return this.answer ? String(this.answer.status) : 'no answer';
+  }
+}
+
 /**
  * Requests to the gateway with the API key. A 429, 502/503/504 or a failed connection is tried
- * again after Retry-After when the answer gives one, else after the pushRetry schedule's wait;
- * 401 and 403 end the run. The same request is sent again byte for byte, so an Idempotency-Key
- * makes the retry safe.
+ * again (retrying(), schedules.pushRetry), never sooner than the answer's Retry-After; 401 and 403
+ * end the run. The same request is sent again byte for byte, so an Idempotency-Key makes the retry
+ * safe.
  */
 export function createHttp(baseUrl: string, apiKey: string, signal: AbortSignal): Http {
   const retried: Record<string, number> = {};
+  const attempt = async (method: string, path: string, init: { body?: Buffer; headers?: Record<string, string> }) => {
+    let answer: Answer;
+    try {
+      const res = await fetch(`${baseUrl}${path}`, {
+        method,
+        signal,
+        headers: { Authorization: `Bearer ${apiKey}`, Accept: 'application/json', ...init.headers },
+        ...(init.body ? { body: init.body } : {}),
+      });
+      // The status decides even when the body cannot be read to its end (the connection closed).
+      const text = await res.text().catch(() => '');
+      answer = { status: res.status, headers: res.headers, body: jsonOrText(text) };
+    } catch (err) {
+      if (signal.aborted) throw err;
+      throw new Unanswered(null, (err as Error).cause ? String((err as Error).cause) : (err as Error).message);
+    }
+    // Outside the try: a refusal (401/403) ends the run, it is never taken for a lost connection.
+    if (retryable.has(answer.status)) throw new Unanswered(answer, `${answer.status} ${errorMessage(answer.body)}`);
+    return checked(answer);
+  };
   return {
     retries: () => ({ ...retried }),
     async request(method, path, init = {}) {
-      for (let failures = 0; ;) {
-        let answer: Answer | null = null;
-        let reason: string;
-        try {
-          const res = await fetch(`${baseUrl}${path}`, {
-            method,
+      let notBefore = 0; // the last answer's Retry-After, when it outlasts the schedule's wait
+      try {
+        return await retrying(
+          schedules.pushRetry,
+          async () => {
+            if (notBefore > Date.now()) await pause(notBefore - Date.now(), signal);
+            return attempt(method, path, init);
+          },
+          {
+            retriable: (err) => err instanceof Unanswered,
+            onRetry: (err, _, waitMs) => {
+              const { why, answer } = err as Unanswered;
+              retried[why] = (retried[why] ?? 0) + 1;
+              const after = retryAfterMs(answer?.headers.get('retry-after') ?? null);
+              notBefore = after !== null && after > waitMs ? Date.now() + after : 0;
+            },
             signal,
-            headers: { Authorization: `Bearer ${apiKey}`, Accept: 'application/json', ...init.headers },
-            ...(init.body ? { body: init.body } : {}),
-          });
-          // The status decides even when the body cannot be read to its end (the connection closed).
-          const text = await res.text().catch(() => '');
-          answer = { status: res.status, headers: res.headers, body: jsonOrText(text) };
-          reason = `${res.status} ${errorMessage(answer.body)}`;
-        } catch (err) {
-          if (signal.aborted) throw err;
-          reason = (err as Error).cause ? String((err as Error).cause) : (err as Error).message;
-        }
-        // Outside the try: a refusal (401/403) ends the run, it is never taken for a lost connection.
-        if (answer && !retryable.has(answer.status)) return checked(answer);
-        failures++;
-        if (!mayRetry(schedules.pushRetry, failures))
-          return answer ?? { status: 0, headers: new Headers(), body: { error: { message: reason } } };
-        const why = answer ? String(answer.status) : 'no answer';
-        retried[why] = (retried[why] ?? 0) + 1;
-        const wait =
-          retryAfterMs(answer?.headers.get('retry-after') ?? null) ?? backoffMs(schedules.pushRetry, failures);
-        await sleep(wait, undefined, { signal });
+          },
+        );
+      } catch (err) {
+        if (!(err instanceof Unanswered)) throw err;
+        return err.answer ?? { status: 0, headers: new Headers(), body: { error: { message: err.message } } };
       }
     },
   };

@@ -196,6 +196,29 @@ describe('connect-push retries', () => {
       server.close();
     }
   });
+
+  it('counts what it sent again by why: no answer, then a 503 without Retry-After (the schedule)', async () => {
+    let requests = 0;
+    const server = createServer((req, res) => {
+      requests++;
+      req.resume();
+      if (requests === 1) req.socket.destroy();
+      else if (requests === 2) res.writeHead(503).end('{"error":{"message":"busy"}}');
+      else res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"ok":true}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const http = createHttp(
+        `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        'key',
+        new AbortController().signal,
+      );
+      expect(await http.request('GET', '/x')).toMatchObject({ status: 200, body: { ok: true } });
+      expect(http.retries()).toEqual({ 'no answer': 1, '503': 1 });
+    } finally {
+      server.close();
+    }
+  });
 });
 
 describe('connect-push refusals', () => {
