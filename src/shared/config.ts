@@ -270,7 +270,7 @@ const events = section('the event feed and its retention', {
     'long-polls of one client waiting on one gateway (429 `too_many_waiting` beyond)',
   ),
   feedWaitersPerTenant: env('EVENT_FEED_WAITERS_PER_TENANT', int(16, 1, 100_000)).describe(
-    'the same for all clients of one tenant together',
+    'the same for all clients of one tenant together (at least `EVENT_FEED_WAITERS_PER_CLIENT`, as for the in-flight shares)',
   ),
   feedWaitersMax: env('EVENT_FEED_WAITERS_MAX', int(1000, 1, 100_000)).describe(
     'long-polls waiting on one gateway in all',
