@@ -1,5 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
-
 /**
  * Every loop that retries takes its waits from here. Doubling schedules use one formula,
  * `min(maxMs, baseMs × 2^(n-1))` for the n-th wait (n ≥ 1):
@@ -14,7 +12,11 @@ import { setTimeout as delay } from 'node:timers/promises';
  * | topicCreation   | 500 … 5000 (10 attempts)          | creating topics while a broker elects leaders   |
  * | pushRetry       | 500 … 30000 (12 attempts)         | connect-push: a batch answered 429/503 (no Retry-After) |
  * | eventListen     | 100 … 5000                        | the gateway's LISTEN connection for the event feed |
+ * | kafkaClient     | 300 … 2000 (11 attempts)          | kafkajs's own retries (joining, fetching, producing), kafkajsRetry |
  * | (breaker)       | WEBHOOK_BREAKER_OPEN_MS … _MAX_MS | an open webhook endpoint breaker before its probe |
+ *
+ * kafkajs applies its schedule itself, with ±20 % jitter and each wait growing by 2× from the
+ * previous jittered one (its retry/index.js), so its waits only roughly follow the formula.
  *
  * Webhook deliveries follow the operator's listed schedule instead (WEBHOOK_RETRY_SCHEDULE,
  * listedDelayMs): their waits are minutes to days, and each is recorded in PostgreSQL.
@@ -37,6 +39,10 @@ export const schedules = {
   topicCreation: { baseMs: 500, maxMs: 5000, attempts: 10 },
   pushRetry: { baseMs: 500, maxMs: 30_000, attempts: 12 },
   eventListen: { baseMs: 100, maxMs: 5000, attempts: Infinity },
+  // Attempts every 2 s at most find a new coordinator or leader soon after a broker's loss, with
+  // about the same patience in all (~16 s) as kafkajs's default before a consumer crashes
+  // (consumer-group.ts then starts a fresh one); its default waits grow to 9.6 s.
+  kafkaClient: { baseMs: 300, maxMs: 2000, attempts: 11 },
 } satisfies Record<string, RetrySchedule>;
 
 /** The wait before attempt n + 1, after n failed attempts (n ≥ 1). */
@@ -44,6 +50,13 @@ export function backoffMs(schedule: RetrySchedule, failures: number): number {
   const n = Math.max(1, failures);
   return Math.min(schedule.maxMs, schedule.baseMs * 2 ** Math.min(n - 1, 20));
 }
+
+/** A schedule as kafkajs's `retry` option (its `retries` counts the attempts after the first). */
+export const kafkajsRetry = ({ baseMs, maxMs, attempts }: RetrySchedule) => ({
+  initialRetryTime: baseMs,
+  maxRetryTime: maxMs,
+  retries: attempts - 1,
+});
 
 /** Whether another attempt is allowed after this many failures. */
 export const mayRetry = (schedule: RetrySchedule, failures: number) => failures < schedule.attempts;
@@ -55,9 +68,21 @@ export function listedDelayMs(scheduleMs: readonly number[], attempts: number, r
   return Math.round(base * (0.8 + 0.4 * random()));
 }
 
-/** Waits ms, or less when signal aborts (never rejects: the caller checks why it woke). */
+/**
+ * Waits ms, or less when signal aborts (never rejects: the caller checks why it woke). On the
+ * global setTimeout, so tests with fake timers (vi.useFakeTimers) control it.
+ */
 export const pause = (ms: number, signal?: AbortSignal): Promise<void> =>
-  delay(ms, undefined, { signal }).catch(() => undefined);
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 
 /**
  * Runs attempt until it succeeds, waiting `schedule`'s backoff after each failure that

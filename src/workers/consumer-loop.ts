@@ -1,7 +1,7 @@
 import { deadLetterHeaders, errorClassOf } from '../shared/dead-letters/headers.js';
 import { classifyFailure, type FailureClass } from '../shared/db/errors.js';
 import type { ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
-import { backoffMs, mayRetry, pause, schedules, type RetrySchedule } from '../shared/retry.js';
+import { backoffMs, mayRetry, pause, retrying, schedules, type RetrySchedule } from '../shared/retry.js';
 import { extractFrom, inSpan, SpanKind } from '../shared/tracing/context.js';
 import { EdgeRecordPending } from './edge-record.js';
 import { FairQueue, type Entry } from './fair-queue.js';
@@ -10,6 +10,7 @@ import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worke
 import { noWorkerMetrics } from './worker-metrics.js';
 
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
+const isOutage = (err: unknown) => classifyFailure(err) === 'outage';
 
 /** How often applied offsets are committed (a crash re-applies at most this much, idempotently). */
 const commitEveryMs = 1000;
@@ -18,6 +19,18 @@ export type RunningKind = {
   /** Applies nothing more, waits for the applies under way, commits, and leaves the group. */
   stop(): Promise<void>;
 };
+
+/**
+ * The loop's state (as consumer-group.ts keeps the group's):
+ *   applying ─an attempt finds a dependency away─▶ dependencyAway ─an apply succeeds─▶ applying
+ *   applying, dependencyAway ─stop─▶ stopping (the applies under way finish, then commit and leave)
+ * While a dependency is away, the queue hands nothing out before its backoff has passed
+ * (FairQueue.retryAt, scope 'all'): every apply would fail the same way.
+ */
+type LoopState =
+  | { name: 'applying' }
+  | { name: 'dependencyAway'; outages: number } // attempts in a row that found it away: the backoff's count
+  | { name: 'stopping' };
 
 /**
  * Runs one worker kind: its consumer group fetches into a FairQueue (fair-queue.ts: tenants by
@@ -30,8 +43,8 @@ export type RunningKind = {
  *   `<topic>.dlq` at once, with the error and its origin in headers, and the kind is told
  *   (onDeadLetter marks its record failed): a poison message costs one attempt;
  * - transient (deadlock, serialization, contention, anything unrecognised): retried after
- *   `schedule`'s backoff, up to its attempts, then dead-lettered; meanwhile only later messages of
- *   its key wait;
+ *   `messageRetry`'s backoff, up to its attempts, then dead-lettered; meanwhile only later
+ *   messages of its key wait;
  * - outage (PostgreSQL not serving writes: unreachable, restarting, read-only during a
  *   failover, isPostgresUnavailable; or not migrated): no verdict, no attempt used, never
  *   dead-lettered; nothing is tried until a dependencyWait backoff has passed (every apply would
@@ -41,73 +54,74 @@ export type RunningKind = {
  * Offsets are committed only up to the oldest message not yet applied; a rebalance drops what is
  * not running (the next owner fetches it again). Nothing is dropped silently.
  */
-export async function runWorkerKind(
-  kind: WorkerKind,
-  group: ConsumerGroup,
-  deps: WorkerDeps,
-  schedule: RetrySchedule = schedules.messageRetry,
-): Promise<RunningKind> {
+export async function runWorkerKind({
+  kind,
+  group,
+  deps,
+  messageRetry = schedules.messageRetry,
+}: {
+  kind: WorkerKind;
+  group: ConsumerGroup;
+  deps: WorkerDeps;
+  /** A message's transient failures: waits and attempts before it is dead-lettered. */
+  messageRetry?: RetrySchedule;
+}): Promise<RunningKind> {
   const log = deps.logger.child({ worker: kind.name });
   const metrics = deps.metrics ?? noWorkerMetrics;
   const topics = kind.topics(deps.config.kafka);
   const slots = deps.config.workers.applyConcurrency;
   const queue = new FairQueue();
   const originOf = (m: InboundMessage) => `${m.topic}/${m.partition}/${m.offset}`;
-
-  let running = 0;
   const inFlight = new Set<Promise<void>>();
-  let stopping = false;
-  let holdUntil = 0; // a dependency is away: nothing is tried before this
-  let outages = 0; // consecutive attempts that found a dependency away
-  let wakeTimer: NodeJS.Timeout | undefined;
-  let wakeAt = Infinity;
+  const stopped = new AbortController(); // cuts short the waits of the dead-letter report and the committer
+  const wake = alarm(() => pump());
 
-  // Memory: a partition whose unapplied bytes pass its share of WORKER_BUFFER_BYTES is paused.
-  const pausedPartitions = new Set<string>();
-  const partitionShare = () => deps.config.workers.bufferBytes / Math.max(1, queue.partitionCount);
-  const throttle = (topic: string, partition: number) => {
-    const id = `${topic}/${partition}`;
-    const bytes = queue.bufferedBytes(topic, partition);
-    if (bytes > partitionShare() && !pausedPartitions.has(id)) {
-      pausedPartitions.add(id);
-      group.pause(topic, partition);
-    } else if (bytes <= partitionShare() / 2 && pausedPartitions.delete(id)) {
-      group.resume(topic, partition);
-    }
+  let state: LoopState = { name: 'applying' };
+  // applying, dependencyAway → dependencyAway: the entry, and every other, waits a longer backoff.
+  const dependencyAway = (entry: Entry) => {
+    const outages = state.name === 'dependencyAway' ? state.outages + 1 : 1;
+    if (state.name !== 'stopping') state = { name: 'dependencyAway', outages };
+    queue.retryAt(entry, Date.now() + backoffMs(schedules.dependencyWait, outages), 'all');
   };
+  // dependencyAway → applying.
+  const dependencyBack = () => {
+    if (state.name === 'dependencyAway') state = { name: 'applying' };
+  };
+  // applying, dependencyAway → stopping.
+  const stopApplying = () => {
+    state = { name: 'stopping' };
+    stopped.abort();
+    wake.cancel();
+  };
+  /** Only this message's key waits: its retry's backoff, or its edge record. */
+  const retryLater = (entry: Entry, schedule: RetrySchedule, failures: number) =>
+    queue.retryAt(entry, Date.now() + backoffMs(schedule, failures));
 
-  const scheduleWake = (at: number) => {
-    if (at >= wakeAt) return;
-    clearTimeout(wakeTimer);
-    wakeAt = at;
-    wakeTimer = setTimeout(
-      () => {
-        wakeAt = Infinity;
-        pump();
-      },
-      Math.max(0, at - Date.now()),
-    );
+  // Memory: a partition whose unapplied bytes pass its share of WORKER_BUFFER_BYTES is paused (the
+  // group keeps the paused set; pause and resume are no-ops when already so).
+  const throttle = (topic: string, partition: number) => {
+    const share = deps.config.workers.bufferBytes / Math.max(1, queue.partitionCount);
+    const bytes = queue.bufferedBytes(topic, partition);
+    if (bytes > share) group.pause(topic, partition);
+    else if (bytes <= share / 2) group.resume(topic, partition);
   };
 
   /** Starts applies while slots are free and messages are ready. */
   function pump(): void {
-    if (stopping) return;
+    if (state.name === 'stopping') return;
     const now = Date.now();
-    if (now < holdUntil) return scheduleWake(holdUntil);
-    while (running < slots) {
+    while (inFlight.size < slots) {
       const entry = queue.next(now);
       if (!entry) break;
-      running++;
       const applying: Promise<void> = apply(entry).finally(() => {
-        running--;
         inFlight.delete(applying);
         throttle(entry.message.topic, entry.message.partition);
         pump();
       });
       inFlight.add(applying);
     }
-    const wake = queue.nextWakeup();
-    if (wake !== undefined) scheduleWake(wake);
+    const next = queue.nextWakeup(now);
+    if (next !== undefined) wake.at(next);
   }
 
   async function apply(entry: Entry): Promise<void> {
@@ -132,7 +146,7 @@ export async function runWorkerKind(
           log.info({ origin, durationMs: Math.round((performance.now() - started) * 10) / 10 }, 'message applied');
         },
       );
-      outages = 0;
+      dependencyBack();
       queue.done(entry);
       metrics.messages(kind.name, 'applied', 1);
       metrics.applyDuration(kind.name, (performance.now() - started) / 1000);
@@ -144,24 +158,17 @@ export async function runWorkerKind(
   async function failed(entry: Entry, error: Error, durationMs: number): Promise<void> {
     const { message } = entry;
     const origin = originOf(message);
-    if (error instanceof EdgeRecordPending) {
-      entry.edgeWaits++;
-      queue.retryAt(entry, Date.now() + backoffMs(schedules.edgeRecordWait, entry.edgeWaits));
-      return;
-    }
+    if (error instanceof EdgeRecordPending) return retryLater(entry, schedules.edgeRecordWait, ++entry.edgeWaits);
     const verdict = classifyFailure(error);
     metrics.messages(kind.name, 'failed_attempt', 1);
     if (verdict === 'outage') {
-      holdUntil = Date.now() + backoffMs(schedules.dependencyWait, ++outages);
       log.warn({ err: error, origin, verdict, outage: true, durationMs }, 'worker attempt failed');
-      queue.retryAt(entry, holdUntil);
-      return;
+      return dependencyAway(entry);
     }
     entry.failures++;
     log.warn({ err: error, origin, verdict, failures: entry.failures, durationMs }, 'worker attempt failed');
-    if (verdict === 'transient' && mayRetry(schedule, entry.failures)) {
-      queue.retryAt(entry, Date.now() + backoffMs(schedule, entry.failures));
-      return;
+    if (verdict === 'transient' && mayRetry(messageRetry, entry.failures)) {
+      return retryLater(entry, messageRetry, entry.failures);
     }
     try {
       await deadLetter(message, error, verdict);
@@ -169,8 +176,7 @@ export async function runWorkerKind(
     } catch (dlqError) {
       // Kafka (or the kind's report) is away: the message stays unapplied and uncommitted.
       log.warn({ err: dlqError, origin }, 'dead-lettering failed; trying the message again later');
-      holdUntil = Date.now() + backoffMs(schedules.dependencyWait, ++outages);
-      queue.retryAt(entry, holdUntil);
+      dependencyAway(entry);
     }
   }
 
@@ -196,41 +202,39 @@ export async function runWorkerKind(
 
   /**
    * Tells the kind (e.g. marks the import job failed). PostgreSQL being briefly away must not
-   * leave the record unmarked, so this is retried like an apply; a report that still fails is
-   * logged (the message is safe in the dead-letter topic) and the message counts as done.
+   * leave the record unmarked, so this is retried like an apply (an outage waited out without
+   * using an attempt); a report that still fails is logged (the message is safe in the
+   * dead-letter topic) and the message counts as done.
    */
   async function reportDeadLetter(message: InboundMessage, error: Error): Promise<void> {
-    if (!kind.onDeadLetter) return;
-    for (let failures = 0, waits = 0; ;) {
-      try {
-        return await kind.onDeadLetter(message, error, deps);
-      } catch (err) {
-        const verdict = classifyFailure(err);
-        if (verdict !== 'outage') failures++;
-        if (verdict === 'permanent' || !mayRetry(schedule, failures)) {
-          log.error({ err, origin: originOf(message) }, 'dead-lettered message could not be reported to its kind');
-          return;
-        }
-        // Stopping: left uncommitted, so the next owner dead-letters and reports it again.
-        if (stopping) throw err;
-        await pause(backoffMs(verdict === 'outage' ? schedules.dependencyWait : schedule, ++waits));
-      }
+    const report = kind.onDeadLetter;
+    if (!report) return;
+    const { signal } = stopped;
+    const whileAway = () =>
+      retrying(schedules.dependencyWait, () => report(message, error, deps), { retriable: isOutage, signal });
+    try {
+      await retrying(messageRetry, whileAway, { retriable: (err) => classifyFailure(err) === 'transient', signal });
+    } catch (err) {
+      // Stopping: left uncommitted, so the next owner dead-letters and reports it again.
+      if (signal.aborted) throw err;
+      log.error({ err, origin: originOf(message) }, 'dead-lettered message could not be reported to its kind');
     }
   }
 
-  let committing: Promise<void> | undefined;
-  const commit = () => {
-    if (committing) return committing;
+  /** Commits what was applied; one at a time, so commits never overtake each other. */
+  const commitApplied = async () => {
     const offsets = queue.takeCommits();
-    if (offsets.length === 0) return Promise.resolve();
-    committing = group
-      .commit(offsets)
-      .then(
-        () => queue.committed(offsets),
-        (err: unknown) => log.debug({ err }, 'offset commit failed; trying again with the next'),
-      )
-      .finally(() => (committing = undefined));
-    return committing;
+    if (offsets.length === 0) return;
+    await group.commit(offsets).then(
+      () => queue.committed(offsets),
+      (err: unknown) => log.debug({ err }, 'offset commit failed; trying again with the next'),
+    );
+  };
+  const commitEverySecond = async () => {
+    while (!stopped.signal.aborted) {
+      await pause(commitEveryMs, stopped.signal);
+      await commitApplied();
+    }
   };
 
   await deps.bus.ensureTopics(topicsWithDeadLetters(kind, deps.config.kafka));
@@ -243,24 +247,42 @@ export async function runWorkerKind(
         throttle(first.topic, first.partition);
         pump();
       },
-      reset() {
-        queue.reset();
-        pausedPartitions.clear(); // the group resumed them
-      },
+      reset: () => queue.reset(), // the group resumed every partition
     },
   );
-  const commitTimer = setInterval(() => void commit(), commitEveryMs);
-  commitTimer.unref();
+  const committer = commitEverySecond();
 
   return {
     async stop() {
-      stopping = true;
-      clearInterval(commitTimer);
-      clearTimeout(wakeTimer);
+      stopApplying();
       await Promise.allSettled([...inFlight]);
-      await committing;
-      await commit();
+      await committer;
+      await commitApplied();
       await group.stop();
+    },
+  };
+}
+
+/** One timer that calls ring at the earliest time asked for (ms since the epoch). */
+function alarm(ring: () => void) {
+  let timer: NodeJS.Timeout | undefined;
+  let due = Infinity;
+  return {
+    at(time: number) {
+      if (time >= due) return;
+      clearTimeout(timer);
+      due = time;
+      timer = setTimeout(
+        () => {
+          due = Infinity;
+          ring();
+        },
+        Math.max(0, time - Date.now()),
+      );
+    },
+    cancel() {
+      clearTimeout(timer);
+      due = Infinity;
     },
   };
 }

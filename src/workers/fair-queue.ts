@@ -12,7 +12,8 @@ import { tenantHeader } from '../shared/messages.js';
  *   starts level with the others, so it cannot bank credit;
  * - keys: only the oldest unapplied message of a key is ready, and only when it is not waiting
  *   (a retry's backoff, its edge record): a message that waits holds its own key and nothing
- *   else — not its partition, not the fetch, not a connection.
+ *   else — not its partition, not the fetch, not a connection; except one that found a dependency
+ *   every apply needs away, which holds every key (retryAt's scope 'all').
  * Offsets: a partition's commit point is its oldest message not yet applied (everything before it
  * is done), so a crash re-delivers only unapplied or not-yet-committed messages, which the kinds
  * apply idempotently.
@@ -66,6 +67,8 @@ export class FairQueue {
   /** Unapplied messages per key, oldest first (running ones of an earlier generation too). */
   private readonly keys = new Map<string, Entry[]>();
   private generation = 0;
+  /** Nothing is handed out before this time (a dependency every apply needs is away). */
+  private heldUntil = 0;
   private readonly weightOf: (tenant: string) => number;
 
   constructor(options: FairQueueOptions = {}) {
@@ -121,6 +124,7 @@ export class FairQueue {
 
   /** The next message to apply now, marked running; undefined when none is ready. */
   next(now: number): Entry | undefined {
+    if (now < this.heldUntil) return undefined;
     let best: { tenant: TenantState; entry: Entry } | undefined;
     for (const tenant of this.tenants.values()) {
       if (best && tenant.served >= best.tenant.served) continue;
@@ -133,8 +137,12 @@ export class FairQueue {
     return best.entry;
   }
 
-  /** A running message that was not applied: ready again from notBefore. */
-  retryAt(entry: Entry, notBefore: number): void {
+  /**
+   * A running message that was not applied: ready again from notBefore. Scope 'all': no message
+   * is handed out before then (the attempt found a dependency every apply needs away).
+   */
+  retryAt(entry: Entry, notBefore: number, scope: 'key' | 'all' = 'key'): void {
+    if (scope === 'all') this.heldUntil = Math.max(this.heldUntil, notBefore);
     entry.notBefore = notBefore;
     entry.state = 'queued';
     // A message of an earlier generation will be fetched again: drop this copy.
@@ -215,12 +223,16 @@ export class FairQueue {
     return n;
   }
 
-  /** When the earliest waiting message becomes ready (undefined: none waits). */
-  nextWakeup(): number | undefined {
+  /**
+   * When, after now, the next waiting message becomes ready (undefined: none waits). One ready
+   * already needs no wake-up: it is handed out when an apply slot frees.
+   */
+  nextWakeup(now: number): number | undefined {
+    if (now < this.heldUntil) return this.heldUntil;
     let at: number | undefined;
     for (const ofKey of this.keys.values()) {
       const head = ofKey[0];
-      if (head?.state === 'queued' && head.notBefore > 0 && (at === undefined || head.notBefore < at))
+      if (head?.state === 'queued' && head.notBefore > now && (at === undefined || head.notBefore < at))
         at = head.notBefore;
     }
     return at;

@@ -21,14 +21,13 @@ if (unknown.length > 0) {
   process.exit(78);
 }
 try {
-  const workers = await startWorkers(
+  const workers = await startWorkers({
     config,
     logger,
-    names.map((n) => workerKinds[n]!),
-    undefined,
+    kinds: names.map((n) => workerKinds[n]!),
     // Before Kafka is waited for: /livez answers while a worker waits for the broker.
-    { onListening: (url) => announce('connect-workers', `workers: metrics on ${url}`, { url }) },
-  );
+    serve: { onListening: (url) => announce('connect-workers', `workers: metrics on ${url}`, { url }) },
+  });
   announce('connect-workers', `workers: running ${names.join(', ') || '(no kinds registered)'}`);
   onShutdownSignal(logger, config.service.shutdownTimeoutMs, async () => {
     await workers.stop();

@@ -52,13 +52,20 @@ export function createWorkerPool(config: Config, logger: Logger): Pool {
  * `serve`, the process also serves /metrics, /livez and /readyz (WORKER_HTTP_HOST/PORT), from
  * before it waits for Kafka until it has stopped.
  */
-export async function startWorkers(
-  config: Config,
-  logger: Logger,
-  kinds: HostedWorker[],
-  retrySchedule?: RetrySchedule,
-  serve?: { onListening(url: string): void },
-): Promise<RunningWorkers> {
+export async function startWorkers({
+  config,
+  logger,
+  kinds,
+  messageRetry,
+  serve,
+}: {
+  config: Config;
+  logger: Logger;
+  kinds: HostedWorker[];
+  /** A message's transient failures (default: retry.ts's messageRetry). */
+  messageRetry?: RetrySchedule;
+  serve?: { onListening(url: string): void };
+}): Promise<RunningWorkers> {
   const pool = createWorkerPool(config, logger);
   const bus = createKafkaBus({ ...config.kafka, clientId: `${config.kafka.clientId}-workers`, logger });
   const consumerKinds = kinds.filter((kind): kind is WorkerKind => !isPolling(kind));
@@ -109,7 +116,7 @@ export async function startWorkers(
   try {
     running = await Promise.all(
       groups.map(({ kind, group }) =>
-        untilBrokerAnswers(logger, kind.name, () => runWorkerKind(kind, group, deps, retrySchedule)),
+        untilBrokerAnswers(logger, kind.name, () => runWorkerKind({ kind, group, deps, messageRetry })),
       ),
     );
     pollers = await Promise.all(kinds.filter(isPolling).map((kind) => kind.start(deps)));

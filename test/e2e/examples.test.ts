@@ -151,7 +151,11 @@ async function runExample(command: string, args: string[]) {
     const signed = signWebhook('evt_01JZZZZZZZZZZZZZZZZZZZZZZZ', new Date(), body, [endpoint.body.secret]);
     expect(await postWebhook(port, signed, body.replace('{}', '{"importJobId":1}'))).toBe(401);
 
-    dispatcher = await startWorkers(suite.config, createLogger('warn', 'test-examples'), [webhookDispatcher]);
+    dispatcher = await startWorkers({
+      config: suite.config,
+      logger: createLogger('warn', 'test-examples'),
+      kinds: [webhookDispatcher],
+    });
     const code = await Promise.race([
       exited,
       new Promise<never>((_, reject) =>

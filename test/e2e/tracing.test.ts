@@ -27,10 +27,11 @@ beforeAll(async () => {
       done();
     },
   });
-  workers = await startWorkers(suite.config, createLogger('info', 'test-workers', sink), [
-    inboundWorker,
-    inboundExpressWorker,
-  ]);
+  workers = await startWorkers({
+    config: suite.config,
+    logger: createLogger('info', 'test-workers', sink),
+    kinds: [inboundWorker, inboundExpressWorker],
+  });
 });
 
 afterAll(async () => {

@@ -51,7 +51,11 @@ async function created(path: string, events?: string[]) {
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  dispatcher = await startWorkers(suite.config, createLogger('warn', 'test-webhooks'), [webhookDispatcher]);
+  dispatcher = await startWorkers({
+    config: suite.config,
+    logger: createLogger('warn', 'test-webhooks'),
+    kinds: [webhookDispatcher],
+  });
   other = await createClientWithKey(suite.pool, suite.demo.tenantId, 'webhooks.manage');
   const res = await create('/other', ['all'], bearer(other.apiKey));
   expect(res.status).toBe(201);

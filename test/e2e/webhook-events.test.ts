@@ -53,7 +53,11 @@ const clientId = () => suite.demo.clients.all!.clientId;
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  dispatcher = await startWorkers(suite.config, createLogger('warn', 'test-webhooks'), [webhookDispatcher]);
+  dispatcher = await startWorkers({
+    config: suite.config,
+    logger: createLogger('warn', 'test-webhooks'),
+    kinds: [webhookDispatcher],
+  });
   validateBody = webhookBodyValidator(suite.api.doc);
   const create = (client: string, path: string, events: string) =>
     admin(suite.pool, webhookCreate, ['--client', client, '--url', receiver.url(path), '--events', events]);

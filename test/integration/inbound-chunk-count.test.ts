@@ -31,10 +31,11 @@ afterAll(async () => {
 describe('inbound chunks read without parsing their items', () => {
   it('dead-letters a chunk whose item count is wrong; applies the others exactly', async () => {
     const topic = topicNames(suite.config.kafka).inboundTargets;
-    workers = await startWorkers(suite.config, createLogger('silent', 'chunk-count'), [
-      inboundWorker,
-      inboundExpressWorker,
-    ]);
+    workers = await startWorkers({
+      config: suite.config,
+      logger: createLogger('silent', 'chunk-count'),
+      kinds: [inboundWorker, inboundExpressWorker],
+    });
     bus = testBus();
     const dlq: InboundMessage[] = [];
     const reader = bus.consumerGroup(uniqueName('dlq-reader'));

@@ -115,7 +115,7 @@ describe('Kafka adapter against the real broker', () => {
     };
     const group = bus.consumerGroup(`${prefix}test`);
     const deps = { config, logger: createLogger('silent', 'test'), pool: {} as Pool, bus };
-    const running = await runWorkerKind(kind, group, deps, { attempts: 3, baseMs: 10, maxMs: 50 });
+    const running = await runWorkerKind({ kind, group, deps, messageRetry: { attempts: 3, baseMs: 10, maxMs: 50 } });
     await bus.produce(
       topic,
       ['a', 'poison', 'b'].map((v) => ({ key: 'same', value: v })),
@@ -153,7 +153,7 @@ describe('Kafka adapter against the real broker', () => {
     };
     const group = bus.consumerGroup(`${prefix}test`);
     const deps = { config, logger: createLogger('silent', 'test'), pool: {} as Pool, bus };
-    const running = await runWorkerKind(kind, group, deps, { attempts: 1, baseMs: 10, maxMs: 10 });
+    const running = await runWorkerKind({ kind, group, deps, messageRetry: { attempts: 1, baseMs: 10, maxMs: 10 } });
     const big = 'p'.repeat(2 * 1024 * 1024); // an inbound chunk may be up to 3 MiB (INBOUND_CHUNK_MAX_BYTES)
     await bus.produce(topic, [{ key: 'k', value: big }]);
 

@@ -69,13 +69,12 @@ describe('orphan isolation (issue 24, finding 2)', () => {
       }));
       const sink = new Writable({ write: (_chunk, _enc, done) => done() });
       let metricsUrl = '';
-      workers = await startWorkers(
+      workers = await startWorkers({
         config,
-        createLogger('warn', 'orphan-workers', sink),
-        [inboundWorker, inboundExpressWorker],
-        undefined,
-        { onListening: (url) => (metricsUrl = url) },
-      );
+        logger: createLogger('warn', 'orphan-workers', sink),
+        kinds: [inboundWorker, inboundExpressWorker],
+        serve: { onListening: (url) => (metricsUrl = url) },
+      });
       bus = testBus();
       const orphansSkipped = async () => {
         const res = await fetch(`${metricsUrl}/metrics`, { signal: AbortSignal.timeout(10_000) });

@@ -84,14 +84,12 @@ describe('poison isolation (issue 12)', () => {
     async () => {
       const config = suite.config;
       const topic = topicNames(config.kafka).inboundTargets;
-      workers = await startWorkers(
+      workers = await startWorkers({
         config,
-        createLogger('info', 'poison-workers', sink),
-        [inboundWorker, inboundExpressWorker],
-        {
-          ...schedules.messageRetry,
-        },
-      );
+        logger: createLogger('info', 'poison-workers', sink),
+        kinds: [inboundWorker, inboundExpressWorker],
+        messageRetry: { ...schedules.messageRetry },
+      });
       bus = testBus();
       const dlq: InboundMessage[] = [];
       const reader = bus.consumerGroup(uniqueName('dlq-reader'));

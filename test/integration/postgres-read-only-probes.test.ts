@@ -68,8 +68,11 @@ describe('PostgreSQL answering read-only: probes and the event feed notice', { t
       suite.api.get('/api/v1/integration/health', { headers: bearer(suite.demo.clients.all!.apiKey) });
     let workerUrl = '';
     const { logger } = capturedLogger('test-read-only-probes');
-    const workers: RunningWorkers = await startWorkers(suite.config, logger, [], undefined, {
-      onListening: (url) => (workerUrl = url),
+    const workers: RunningWorkers = await startWorkers({
+      config: suite.config,
+      logger,
+      kinds: [],
+      serve: { onListening: (url) => (workerUrl = url) },
     });
     const workerReady = async () => {
       const res = await fetch(`${workerUrl}/readyz`);

@@ -92,7 +92,12 @@ describe('PostgreSQL read-only during a failover (25006)', { timeout: scaled(120
     // Attempts the workers' message schedule allows before dead-lettering a transient failure.
     const schedule = { attempts: 3, baseMs: 50, maxMs: 200 };
     const { logger, lines } = capturedLogger('test-read-only-workers');
-    const workers: RunningWorkers = await startWorkers(suite.config, logger, [jobsWorker], schedule);
+    const workers: RunningWorkers = await startWorkers({
+      config: suite.config,
+      logger,
+      kinds: [jobsWorker],
+      messageRetry: schedule,
+    });
     try {
       const deadLettered = () => lines.filter((l) => l.msg === 'message dead-lettered');
       const readOnlyFailures = new Map<string, number>();

@@ -51,7 +51,11 @@ beforeAll(async () => {
   });
   demo = await createDemo(pool);
   receiver = await startWebhookReceiver();
-  dispatcher = await startWorkers(config, createLogger('silent', 'test-webhooks'), [webhookDispatcher]);
+  dispatcher = await startWorkers({
+    config,
+    logger: createLogger('silent', 'test-webhooks'),
+    kinds: [webhookDispatcher],
+  });
 });
 
 afterAll(async () => {
@@ -229,7 +233,11 @@ describe('webhook delivery', () => {
   });
 
   it('shares the work between several dispatchers without delivering twice', async () => {
-    const second = await startWorkers(config, createLogger('silent', 'test-webhooks-2'), [webhookDispatcher]);
+    const second = await startWorkers({
+      config,
+      logger: createLogger('silent', 'test-webhooks-2'),
+      kinds: [webhookDispatcher],
+    });
     const e = await newEndpoint();
     let ids: string[];
     try {

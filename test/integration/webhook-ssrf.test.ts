@@ -32,7 +32,11 @@ beforeAll(async () => {
   demo = await createDemo(pool);
   clientId = (await createClientWithKey(pool, demo.tenantId, '')).clientId;
   receiver = await startWebhookReceiver();
-  dispatcher = await startWorkers(config, createLogger('silent', 'test-webhooks'), [webhookDispatcher]);
+  dispatcher = await startWorkers({
+    config,
+    logger: createLogger('silent', 'test-webhooks'),
+    kinds: [webhookDispatcher],
+  });
 });
 
 afterEach(() => {

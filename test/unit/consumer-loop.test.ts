@@ -96,7 +96,12 @@ async function harness(
   };
   const config = { workers: { applyConcurrency: options.concurrency ?? 2, bufferBytes: 1 << 20 } } as Config;
   const deps = { config, logger: createLogger('silent', 'unit'), pool: {} as Pool, bus, metrics };
-  const running = await runWorkerKind(kind, group, deps, options.schedule ?? { attempts: 3, baseMs: 1, maxMs: 2 });
+  const running = await runWorkerKind({
+    kind,
+    group,
+    deps,
+    messageRetry: options.schedule ?? { attempts: 3, baseMs: 1, maxMs: 2 },
+  });
   return {
     deliver: (ms: InboundMessage[]) => feed!.deliver(ms),
     stop: () => running.stop(),
@@ -210,6 +215,24 @@ describe('consumer loop: failures', () => {
     h.deliver([message(0), message(1)]);
     await until(() => h.applied.length === 2, 'applied after the outage');
     expect(h.dlq).toEqual([]);
+  });
+
+  it('while PostgreSQL is away, tries no other key before the backoff has passed', async () => {
+    let down = 1;
+    const h = await harness(
+      (m) => {
+        if (m.key === 'a' && down > 0) {
+          down--;
+          throw refused();
+        }
+      },
+      { concurrency: 1 },
+    );
+    h.deliver([message(0, 'a'), message(1, 'b')]);
+    await until(() => h.applied.length === 2, 'both applied');
+    // Holding only its key would have applied b while a waited.
+    expect(h.applied).toEqual(['0', '1']);
+    await h.stop();
   });
 
   it('retries reporting a dead-lettered message while PostgreSQL is unreachable', async () => {

@@ -80,10 +80,22 @@ describe('fair queue', () => {
     expect(q.next(0)).toBeUndefined();
     q.retryAt(first, 1000); // the first waits (a backoff, its edge record)
     expect(q.next(500)).toBeUndefined(); // k stays blocked behind it
-    expect(q.nextWakeup()).toBe(1000);
+    expect(q.nextWakeup(500)).toBe(1000);
+    expect(q.nextWakeup(1000)).toBeUndefined(); // ready: handed out when a slot frees, no timer
     expect(q.next(1000)).toBe(first);
     q.done(first);
     expect(q.next(1000)!.message.key).toBe('k');
+  });
+
+  it('holds every key until a retry of scope all is due (a dependency every apply needs is away)', () => {
+    const q = new FairQueue();
+    q.add([msg('A', 'k'), msg('B', 'other')]);
+    const first = q.next(0)!;
+    q.retryAt(first, 1000, 'all');
+    expect(q.next(999)).toBeUndefined(); // B's message too
+    expect(q.nextWakeup(999)).toBe(1000);
+    expect(q.next(1000)).toBeDefined();
+    expect(q.nextWakeup(1000)).toBeUndefined();
   });
 
   it('commits up to the oldest unapplied message of each partition', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs, listedDelayMs, mayRetry, retrying, schedules } from '../../src/shared/retry.js';
+import { backoffMs, kafkajsRetry, listedDelayMs, mayRetry, retrying, schedules } from '../../src/shared/retry.js';
 
 // The one retry module: its formula and schedules, with the expected waits written out (a test
 // that computed them with backoffMs would pass whatever the formula).
@@ -63,5 +63,13 @@ describe('retry module', () => {
     // Aborted during the hour's wait: the wait ends at once, the next failure is thrown.
     await expect(gaveUp).rejects.toThrow('away');
     expect(calls).toBe(2);
+  });
+});
+
+describe("kafkajs's schedule", () => {
+  it('is the kafkaClient row of the table, handed to kafkajs as its retry option', () => {
+    expect(schedules.kafkaClient).toEqual({ baseMs: 300, maxMs: 2000, attempts: 11 });
+    expect(kafkajsRetry(schedules.kafkaClient)).toEqual({ initialRetryTime: 300, maxRetryTime: 2000, retries: 10 });
+    expect([1, 2, 3, 4, 5].map((n) => backoffMs(schedules.kafkaClient, n))).toEqual([300, 600, 1200, 2000, 2000]);
   });
 });

@@ -2,6 +2,7 @@
 // (topic-admin.ts) and consumer groups (consumer-group.ts). Everything else talks to MessageBus
 // (message-bus.ts), so the client library (unmaintained since 2023) can be swapped behind it.
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import { kafkajsRetry, schedules } from '../retry.js';
 import { withTimeout } from '../timeout.js';
 import { accessDeniedReason, KafkaAccessDeniedError, kafkaClientOptions, plaintext } from './client-security.js';
 import { createConsumerGroup } from './consumer-group.js';
@@ -122,14 +123,12 @@ export function createKafkaBus({
             // it looks again; the default 5 s left a worker idle for seconds after it resumed.
             maxWaitTimeInMs: 250,
             allowAutoTopicCreation: false,
-            // kafkajs's default waits grow to 9.6 s between attempts (joining, fetching): attempts
-            // every 2 s at most find a new coordinator or leader soon after a broker's loss, with
-            // about the same patience in all (~16 s) before a crash (consumer-group.ts takes over).
-            // restartOnFailure: kafkajs never restarts a crashed consumer itself; the group starts a
-            // fresh one (consumer-group.ts). Its own restart could fire after the group had
-            // discarded that consumer, which could then crash and restart again, a member of the
-            // group nobody tracked (what clean-start's log showed in CI on 2026-11-27).
-            retry: { initialRetryTime: 300, maxRetryTime: 2000, retries: 10, restartOnFailure: async () => false },
+            // retry: the kafkaClient schedule (retry.ts). restartOnFailure: kafkajs never restarts a
+            // crashed consumer itself; the group starts a fresh one (consumer-group.ts). Its own
+            // restart could fire after the group had discarded that consumer, which could then crash
+            // and restart again, a member of the group nobody tracked (clean-start's log, CI,
+            // 2026-11-27).
+            retry: { ...kafkajsRetry(schedules.kafkaClient), restartOnFailure: async () => false },
           });
           consumers.add(made);
           return made;

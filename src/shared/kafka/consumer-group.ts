@@ -4,7 +4,7 @@
 // fetching nothing, with no event at all).
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { Logger } from '../logger.js';
-import { backoffMs, schedules } from '../retry.js';
+import { backoffMs, pause, schedules } from '../retry.js';
 import { withTimeout } from '../timeout.js';
 import { isBrokerUnreachable } from './availability.js';
 
@@ -96,7 +96,7 @@ const signsOfLife = [
 type State =
   | { name: 'idle' | 'stopped' } // idle: before run(), or after a start failed
   | { name: 'starting' | 'running'; consumer: Consumer } // starting: connecting and joining
-  | { name: 'restartDue'; consumer?: Consumer; timer: NodeJS.Timeout } // the given-up one, if any
+  | { name: 'restartDue'; consumer?: Consumer; backoff: AbortController } // the given-up one, if any
   | { name: 'replacing'; consumer?: Consumer }; // disconnecting the given-up one
 
 export function createConsumerGroup({
@@ -175,8 +175,9 @@ export function createConsumerGroup({
   // any other state a fresh consumer is due or under way already.
   const restartLater = () => {
     if (state.name !== 'running' && state.name !== 'starting' && state.name !== 'idle') return;
-    const timer = setTimeout(() => void replace(), backoffMs(schedules.consumerRestart, ++restarts)).unref();
-    state = { name: 'restartDue', consumer: current(), timer };
+    const backoff = new AbortController(); // stop() cuts the wait short
+    state = { name: 'restartDue', consumer: current(), backoff };
+    void pause(backoffMs(schedules.consumerRestart, ++restarts), backoff.signal).then(replace);
   };
 
   // restartDue → replacing → starting: the given-up consumer leaves the group before a fresh one joins.
@@ -272,7 +273,7 @@ export function createConsumerGroup({
     },
     async stop() {
       const consumer = current();
-      if (state.name === 'restartDue') clearTimeout(state.timer);
+      if (state.name === 'restartDue') state.backoff.abort();
       state = { name: 'stopped' };
       clearInterval(watchdog);
       if (consumer) await discard(consumer, stopDisconnectMs);
