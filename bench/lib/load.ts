@@ -4,7 +4,7 @@
 // per concurrent client. Parameters come as JSON in BENCH_LOAD_PARAMS; the result is one line
 // `BENCH_RESULT {json}` on stdout.
 import http from 'node:http';
-import { batchBody, batchTargets } from './batches.js';
+import { batchBody, batchTargets, benchSourceSystem } from './batches.js';
 import { percentiles, resultPrefix, round, runLoops } from './stats.js';
 
 export type LoadParams = {
@@ -13,6 +13,8 @@ export type LoadParams = {
   runId: string;
   /** 'throughput': distinct batches (every target a new row); 'probe': one target list, distinct batch ids. */
   mode: 'throughput' | 'probe';
+  /** What each request is (default batch): a batch push, a one-target push (POST /api/v1/inbound/targets), or GET /livez. */
+  endpoint?: 'batch' | 'single' | 'livez';
   tag: string;
   /** Appended to every externalBatchId: the same targets as another run of the same tag, as new batches (updates). */
   batchIdSuffix?: string;
@@ -54,20 +56,23 @@ export type LoadResult = {
 
 type Answer = { status: number; body: string; retryAfter: string | undefined; ms: number };
 
-function post(agent: http.Agent, url: URL, apiKey: string, body: Buffer, timeoutMs: number): Promise<Answer> {
+/** A POST of body, or a GET when body is null. */
+function post(agent: http.Agent, url: URL, apiKey: string, body: Buffer | null, timeoutMs: number): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const req = http.request(
       url,
       {
-        method: 'POST',
+        method: body ? 'POST' : 'GET',
         agent,
-        headers: {
-          authorization: `Bearer ${apiKey}`,
-          'content-type': 'application/json',
-          'content-length': body.length,
-          accept: 'application/json',
-        },
+        headers: body
+          ? {
+              authorization: `Bearer ${apiKey}`,
+              'content-type': 'application/json',
+              'content-length': body.length,
+              accept: 'application/json',
+            }
+          : { accept: 'application/json' },
         timeout: timeoutMs,
       },
       (res) => {
@@ -86,27 +91,33 @@ function post(agent: http.Agent, url: URL, apiKey: string, body: Buffer, timeout
     );
     req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
     req.on('error', reject);
-    req.end(body);
+    req.end(body ?? undefined);
   });
 }
 
 async function main() {
   const p = JSON.parse(process.env.BENCH_LOAD_PARAMS ?? '') as LoadParams;
-  const url = new URL('/api/v1/inbound/targets/batch', p.url);
+  const endpoint = p.endpoint ?? 'batch';
+  const paths = { batch: '/api/v1/inbound/targets/batch', single: '/api/v1/inbound/targets', livez: '/livez' };
+  const url = new URL(paths[endpoint], p.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: p.concurrency });
 
   // Bodies first, outside the clock.
   const sharedJson = p.mode === 'probe' ? JSON.stringify(batchTargets(p.runId, p.tag, 0, p.batchSize)) : '';
-  const build = (tag: string, i: number) =>
-    batchBody(
-      `${p.runId}-${tag}${i}${p.batchIdSuffix ?? ''}`,
-      p.mode === 'probe' ? sharedJson : JSON.stringify(batchTargets(p.runId, tag, i, p.batchSize)),
-    );
+  const build = (tag: string, i: number): Buffer | null =>
+    endpoint === 'livez'
+      ? null
+      : endpoint === 'single'
+        ? Buffer.from(JSON.stringify({ sourceSystem: benchSourceSystem, ...batchTargets(p.runId, tag, i, 1)[0] }))
+        : batchBody(
+            `${p.runId}-${tag}${i}${p.batchIdSuffix ?? ''}`,
+            p.mode === 'probe' ? sharedJson : JSON.stringify(batchTargets(p.runId, tag, i, p.batchSize)),
+          );
   const warm = Array.from({ length: p.warmupBatches }, (_, i) => build(`${p.tag}w`, i));
   const bodies = Array.from({ length: p.batches }, (_, i) => build(p.tag, i));
   process.stdout.write(`load: ${bodies.length} bodies ready\n`);
 
-  const send = (body: Buffer) => post(agent, url, p.apiKey, body, p.timeoutMs);
+  const send = (body: Buffer | null) => post(agent, url, p.apiKey, body, p.timeoutMs);
 
   // Warm-up: connections, JIT, the gateway's Kafka producer and topic metadata.
   const warmStart = performance.now();
@@ -154,7 +165,7 @@ async function main() {
     }
     if (a.status === 200) {
       okLatencies.push(a.ms);
-      accepted += (JSON.parse(a.body) as { counts: { accepted: number } }).counts.accepted;
+      if (endpoint !== 'livez') accepted += (JSON.parse(a.body) as { counts: { accepted: number } }).counts.accepted;
     } else if (errorSamples.length < 5 && a.status !== 503) {
       errorSamples.push(`${a.status} ${a.body.slice(0, 300)}`);
     }
@@ -175,7 +186,7 @@ async function main() {
     seconds: round(seconds, 3),
     targetsPerSecond: round(accepted / seconds),
     requestsPerSecond: round(requests / seconds, 2),
-    bodyBytesAvg: Math.round(bodies.reduce((s, b) => s + b.length, 0) / Math.max(1, bodies.length)),
+    bodyBytesAvg: Math.round(bodies.reduce((s, b) => s + (b?.length ?? 0), 0) / Math.max(1, bodies.length)),
     latencyMs: mapValues(percentiles(okLatencies)),
     latencyAllMs: mapValues(percentiles(allLatencies)),
     warmup: { requests: warm.length, ok: warmOk, seconds: round(warmSeconds, 3) },
