@@ -27,19 +27,9 @@ export type Http = {
   retries(): Record<string, number>;
 };
 
-/** An answer (or no answer) worth another attempt: the last one's is what the request returns. */
+/** An answer (or none) worth another attempt; the last one is what the request returns. */
 class Unanswered extends Error {
-  constructor(
-    readonly answer: Answer | null,
-    reason: string,
-  ) {
-    super(reason);
-  }
-
-  /** For the summary: the status, or "no answer". */
-  get why(): string {
-    return this.answer ? String(this.answer.status) : 'no answer';
-  }
+  answer: Answer | null = null;
 }
 
 /**
@@ -50,52 +40,45 @@ class Unanswered extends Error {
  */
 export function createHttp(baseUrl: string, apiKey: string, signal: AbortSignal): Http {
   const retried: Record<string, number> = {};
-  const attempt = async (method: string, path: string, init: { body?: Buffer; headers?: Record<string, string> }) => {
-    let answer: Answer;
-    try {
-      const res = await fetch(`${baseUrl}${path}`, {
-        method,
-        signal,
-        headers: { Authorization: `Bearer ${apiKey}`, Accept: 'application/json', ...init.headers },
-        ...(init.body ? { body: init.body } : {}),
-      });
-      // The status decides even when the body cannot be read to its end (the connection closed).
-      const text = await res.text().catch(() => '');
-      answer = { status: res.status, headers: res.headers, body: jsonOrText(text) };
-    } catch (err) {
-      if (signal.aborted) throw err;
-      throw new Unanswered(null, (err as Error).cause ? String((err as Error).cause) : (err as Error).message);
-    }
-    // Outside the try: a refusal (401/403) ends the run, it is never taken for a lost connection.
-    if (retryable.has(answer.status)) throw new Unanswered(answer, `${answer.status} ${errorMessage(answer.body)}`);
-    return checked(answer);
-  };
   return {
     retries: () => ({ ...retried }),
     async request(method, path, init = {}) {
       let notBefore = 0; // the last answer's Retry-After, when it outlasts the schedule's wait
-      try {
-        return await retrying(
-          schedules.pushRetry,
-          async () => {
-            if (notBefore > Date.now()) await pause(notBefore - Date.now(), signal);
-            return attempt(method, path, init);
-          },
-          {
-            retriable: (err) => err instanceof Unanswered,
-            onRetry: (err, _, waitMs) => {
-              const { why, answer } = err as Unanswered;
-              retried[why] = (retried[why] ?? 0) + 1;
-              const after = retryAfterMs(answer?.headers.get('retry-after') ?? null);
-              notBefore = after !== null && after > waitMs ? Date.now() + after : 0;
-            },
+      const attempt = async (): Promise<Answer> => {
+        if (notBefore > Date.now()) await pause(notBefore - Date.now(), signal);
+        let answer: Answer;
+        try {
+          const res = await fetch(`${baseUrl}${path}`, {
+            method,
             signal,
-          },
-        );
-      } catch (err) {
+            headers: { Authorization: `Bearer ${apiKey}`, Accept: 'application/json', ...init.headers },
+            ...(init.body ? { body: init.body } : {}),
+          });
+          // The status decides even when the body cannot be read to its end (the connection closed).
+          const text = await res.text().catch(() => '');
+          answer = { status: res.status, headers: res.headers, body: jsonOrText(text) };
+        } catch (err) {
+          if (signal.aborted) throw err;
+          throw new Unanswered((err as Error).cause ? String((err as Error).cause) : (err as Error).message);
+        }
+        // Outside the try: a refusal (401/403) ends the run, it is never taken for a lost connection.
+        if (!retryable.has(answer.status)) return checked(answer);
+        throw Object.assign(new Unanswered(`${answer.status} ${errorMessage(answer.body)}`), { answer });
+      };
+      return retrying(schedules.pushRetry, attempt, {
+        retriable: (err) => err instanceof Unanswered,
+        onRetry: (err, _, waitMs) => {
+          const { answer } = err as Unanswered;
+          const why = answer ? String(answer.status) : 'no answer';
+          retried[why] = (retried[why] ?? 0) + 1;
+          const after = retryAfterMs(answer?.headers.get('retry-after') ?? null);
+          notBefore = after !== null && after > waitMs ? Date.now() + after : 0;
+        },
+        signal,
+      }).catch((err: unknown) => {
         if (!(err instanceof Unanswered)) throw err;
         return err.answer ?? { status: 0, headers: new Headers(), body: { error: { message: err.message } } };
-      }
+      });
     },
   };
 }

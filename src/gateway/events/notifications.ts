@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { assertWritable } from '../../shared/db/writable.js';
 import type { Logger } from '../../shared/logger.js';
-import { retrying, schedules } from '../../shared/retry.js';
-import { TimeoutError, withTimeout } from '../../shared/timeout.js';
+import { pause, retrying, schedules } from '../../shared/retry.js';
+import { withTimeout } from '../../shared/timeout.js';
 import { InFlightSlots } from '../http/in-flight.js';
 
 // Long-poll waiters of the event feed, woken by PostgreSQL's NOTIFY (migrations/0016: every
@@ -73,6 +73,7 @@ export function createEventWaits(
   const byClient = new Map<string, Set<Slot>>();
   const slots = new InFlightSlots({ client: { count: limits.perClient }, tenant: { count: limits.perTenant } });
   let state: State = { name: 'idle' };
+  const closed = () => state.name === 'closed'; // a function: the state may change across an await
 
   const wake = (slot: Slot) => {
     slot.woken = true;
@@ -161,7 +162,7 @@ export function createEventWaits(
   }
 
   function enter({ clientId, tenantId }: { clientId: string; tenantId: string }): Waiter | null {
-    if (state.name === 'closed') return null;
+    if (closed()) return null;
     const release = slots.take('events', { client: clientId, tenant: tenantId }, limits.max);
     if (!release) return null;
     const slot: Slot = { woken: false, wake: null };
@@ -175,24 +176,14 @@ export function createEventWaits(
           slot.woken = false;
           return 'woken';
         }
-        if (state.name === 'closed') return 'closed';
-        let onAbort = () => undefined as void;
-        const woken = new Promise<WaitOutcome>((resolve) => {
-          onAbort = () => resolve('aborted');
-          slot.wake = () => resolve(state.name === 'closed' ? 'closed' : 'woken');
-          signal.addEventListener('abort', onAbort, { once: true });
-          if (signal.aborted) onAbort();
-        });
-        try {
-          return await withTimeout(woken, ms, 'event feed wait');
-        } catch (err) {
-          if (err instanceof TimeoutError) return 'timeout';
-          throw err;
-        } finally {
-          signal.removeEventListener('abort', onAbort);
-          slot.wake = null;
-          slot.woken = false;
-        }
+        if (closed()) return 'closed';
+        const woken = new AbortController();
+        slot.wake = () => woken.abort();
+        await pause(ms, AbortSignal.any([signal, woken.signal]));
+        slot.wake = null;
+        if (!slot.woken) return signal.aborted ? 'aborted' : 'timeout';
+        slot.woken = false;
+        return closed() ? 'closed' : 'woken';
       },
       leave() {
         if (left) return;
