@@ -163,7 +163,9 @@ describe("chunks (COPY rows) store what the targets' JSON says", () => {
     // Repeated external ids: every chunk goes through the staging table, whether it tries COPY first or not.
     const outcomes = [];
     for (const [i, chunk] of decoded.entries())
-      outcomes.push(await applyChunk(pool, chunk, present, stamp, i % 2 ? upsertOnly : new CopyFirstPolicy()));
+      outcomes.push(
+        await applyChunk({ pool, chunk, wait: present, stamp, copyFirst: i % 2 ? upsertOnly : new CopyFirstPolicy() }),
+      );
     expect(new Set(outcomes)).toEqual(new Set(['upserted']));
     await pool.query(referenceInsert, [caller.tenantId, 'json', job, JSON.stringify(items)]);
 
@@ -187,10 +189,10 @@ describe("chunks (COPY rows) store what the targets' JSON says", () => {
     const policy = new CopyFirstPolicy();
     const outcomes: ChunkOutcome[] = [];
     for (const chunk of decodedChunks(job, 'copied', targets, 8_000))
-      outcomes.push(await applyChunk(pool, chunk, present, stamp, policy));
+      outcomes.push(await applyChunk({ pool, chunk, wait: present, stamp, copyFirst: policy }));
     await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
     for (const chunk of decodedChunks(job, 'upserted', targets, 8_000))
-      expect(await applyChunk(pool, chunk, present, stamp, upsertOnly)).toBe('upserted');
+      expect(await applyChunk({ pool, chunk, wait: present, stamp, copyFirst: upsertOnly })).toBe('upserted');
 
     expect(outcomes.length).toBeGreaterThan(10);
     expect(new Set(outcomes)).toEqual(new Set(['copied']));
@@ -203,9 +205,9 @@ describe("chunks (COPY rows) store what the targets' JSON says", () => {
 
   it('refuses a chunk whose rows do not number what it names on the COPY path too, writing nothing', async () => {
     const [chunk] = decodedChunks(await newJob(), 'miscounted', [generatedTarget(1), generatedTarget(2)]);
-    await expect(applyChunk(pool, { ...chunk!, itemCount: 3 }, present, stamp, new CopyFirstPolicy())).rejects.toThrow(
-      PermanentMessageError,
-    );
+    await expect(
+      applyChunk({ pool, chunk: { ...chunk!, itemCount: 3 }, wait: present, stamp, copyFirst: new CopyFirstPolicy() }),
+    ).rejects.toThrow(PermanentMessageError);
     expect(await stored(demo.tenantId, 'miscounted')).toEqual([]);
   });
 
@@ -227,7 +229,7 @@ describe("chunks (COPY rows) store what the targets' JSON says", () => {
       const targets = Array.from({ length: 20 }, (_, i) => ({ ...generatedTarget(i), externalId: `leak-${i}` }));
 
       const apply = async (chunk: ReturnType<typeof decodeChunk>) =>
-        applyChunk(onePool, chunk, present, stamp, upsertOnly);
+        applyChunk({ pool: onePool, chunk, wait: present, stamp, copyFirst: upsertOnly });
       expect(await apply(await chunkOf('first', targets.slice(0, 10)))).toBe('upserted');
       expect(await staged()).toBe(0);
       await expect(apply(await chunkOf('refused', targets.slice(10), 11))).rejects.toThrow(PermanentMessageError);
@@ -263,7 +265,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
   it('when targets exist, with newer data winning, and the next chunks of that source skip COPY for a while', async () => {
     const policy = new CopyFirstPolicy(2);
     const apply = async (job: number, targets: TargetFields[]) =>
-      applyChunk(pool, decodedChunks(job, 'existing', targets)[0]!, present, stamp, policy);
+      applyChunk({ pool, chunk: decodedChunks(job, 'existing', targets)[0]!, wait: present, stamp, copyFirst: policy });
     const [older, first, second, third, fourth] = [
       await newJob(),
       await newJob(),
@@ -287,7 +289,9 @@ describe('a chunk that is not all new goes through the staging table and upsert'
       target('y', 'y'),
       target('x', 'later'),
     ]);
-    expect(await applyChunk(pool, chunk!, present, stamp, new CopyFirstPolicy())).toBe('upserted');
+    expect(await applyChunk({ pool, chunk: chunk!, wait: present, stamp, copyFirst: new CopyFirstPolicy() })).toBe(
+      'upserted',
+    );
     expect(await names('twice')).toEqual(['x=later', 'y=y']);
   });
 
@@ -308,13 +312,13 @@ describe('a chunk that is not all new goes through the staging table and upsert'
       );
       const job = await newJob();
       const targets = ['m1', 'm2', 'm3'].map((id) => target(id, `${id}-chunk`));
-      const applying = applyChunk(
-        applyPool,
-        decodedChunks(job, sourceSystem, targets)[0]!,
-        present,
+      const applying = applyChunk({
+        pool: applyPool,
+        chunk: decodedChunks(job, sourceSystem, targets)[0]!,
+        wait: present,
         stamp,
-        new CopyFirstPolicy(),
-      );
+        copyFirst: new CopyFirstPolicy(),
+      });
       await eventually(
         async () =>
           (

@@ -1,3 +1,4 @@
+import type { ImportJobStatus } from '../inbound/import-job.js';
 import { loadUsages } from '../materials/usage-record.js';
 import type { WebhookEventType } from './event-types.js';
 import { recordWebhookEvent, type Tx } from './outbox.js';
@@ -7,7 +8,7 @@ import { iso } from '../iso-time.js';
 // the change, inside its transaction (so the event exists exactly when the change does). Each
 // belongs to the Integration Client that caused the change.
 
-/** Columns of import_jobs that finishChunk returns (see workers/inbound/sql.ts). */
+/** The import_jobs row an import_job.* event is made from. */
 export type FinishedImportJobRow = {
   id: string | number;
   tenant_id: string;
@@ -15,7 +16,7 @@ export type FinishedImportJobRow = {
   kind: 'Single' | 'Batch';
   source_system: string;
   external_batch_id: string | null;
-  status: string;
+  status: ImportJobStatus;
   received_count: number;
   accepted_count: number;
   rejected_count: number;
@@ -26,7 +27,27 @@ export type FinishedImportJobRow = {
   completed_at: Date | null;
 };
 
-const importJobEventTypes: Record<string, WebhookEventType> = {
+/** FinishedImportJobRow's columns, for a RETURNING clause (workers/inbound/sql.ts); the type keeps them the same. */
+export const finishedImportJobColumns = Object.keys({
+  id: true,
+  tenant_id: true,
+  client_id: true,
+  kind: true,
+  source_system: true,
+  external_batch_id: true,
+  status: true,
+  received_count: true,
+  accepted_count: true,
+  rejected_count: true,
+  applied_count: true,
+  failed_count: true,
+  failure_reason: true,
+  created_at: true,
+  completed_at: true,
+} satisfies Record<keyof FinishedImportJobRow, true>).join(', ');
+
+/** The final statuses (shared/inbound/import-job.ts) and the event each raises. */
+const importJobEventTypes: Partial<Record<ImportJobStatus, WebhookEventType>> = {
   Completed: 'import_job.completed',
   CompletedWithErrors: 'import_job.completed_with_errors',
   Failed: 'import_job.failed',

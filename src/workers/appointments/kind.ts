@@ -15,21 +15,21 @@ export const appointmentsWorker: WorkerKind = {
   async apply(message, deps) {
     const submitted = decodeMessage(message, submittedMessageSchema);
     const id = submitted.payload.appointmentRequestId;
-    const wait = edgeWait(deps, submitted.producedAt, id, `appointment ${id}`);
-    const outcome = await validateSubmitted(
-      deps.pool,
-      submitted,
+    const wait = edgeWait({ deps, producedAt: submitted.producedAt, recordId: id, what: `appointment ${id}` });
+    const outcome = await validateSubmitted({
+      pool: deps.pool,
+      message: submitted,
       wait,
-      applyStamp(message, submitted.producedAt, deps),
-      undefined,
-      isReplayed(message),
-    );
+      stamp: applyStamp(message, submitted.producedAt, deps),
+      replayed: isReplayed(message),
+    });
     deps.logger.debug({ worker: 'appointments', appointmentRequestId: id, outcome }, 'appointment request handled');
   },
   async onDeadLetter(message, error, deps) {
     const submitted = decodeOrNull(message, submittedMessageSchema);
     if (!submitted) return; // no request to mark; the dead-letter topic keeps the message
     const reason = `The request could not be processed: ${error.message}`.slice(0, 1000);
-    await failSubmitted(deps.pool, submitted, reason, applyStamp(message, submitted.producedAt, deps));
+    const stamp = applyStamp(message, submitted.producedAt, deps);
+    await failSubmitted({ pool: deps.pool, message: submitted, reason, stamp });
   },
 };

@@ -34,14 +34,21 @@ function judge(request: StoredAppointmentRequest, at: number): ReturnType<typeof
  * made Failed: Failed → Validated → PendingReview, or Failed → Rejected (the only way out of
  * Failed; the status table keeps Failed final for everything else).
  */
-export async function validateSubmitted(
-  pool: Pool,
-  message: Submitted,
-  wait: EdgeWait,
-  stamp: ApplyStamp,
-  now: () => number = Date.now,
+export async function validateSubmitted({
+  pool,
+  message,
+  wait,
+  stamp,
+  now = Date.now,
   replayed = false,
-): Promise<ValidationOutcome> {
+}: {
+  pool: Pool;
+  message: Submitted;
+  wait: EdgeWait;
+  stamp: ApplyStamp;
+  now?: () => number;
+  replayed?: boolean;
+}): Promise<ValidationOutcome> {
   const id = message.payload.appointmentRequestId;
   return inTransaction(pool, async (tx) => {
     const row = await edgeRecordOrWait<Record<string, any>>(
@@ -72,12 +79,17 @@ export async function validateSubmitted(
 }
 
 /** A dead-lettered message: its request, if still Submitted, is Failed with the reason. */
-export async function failSubmitted(
-  pool: Pool,
-  message: Submitted,
-  reason: string,
-  stamp: ApplyStamp,
-): Promise<boolean> {
+export async function failSubmitted({
+  pool,
+  message,
+  reason,
+  stamp,
+}: {
+  pool: Pool;
+  message: Submitted;
+  reason: string;
+  stamp: ApplyStamp;
+}): Promise<boolean> {
   const id = message.payload.appointmentRequestId;
   return inTransaction(pool, async (tx) => {
     const row = (await tx.query(lockSubmittedRequest, [id, message.tenantId])).rows[0];

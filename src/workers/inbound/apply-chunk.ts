@@ -3,7 +3,6 @@ import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Pool, PoolClient } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
-import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
 import type { InboundChunkOutcome } from '../worker-metrics.js';
 import { stampValues, type ApplyStamp } from '../apply-stamp.js';
@@ -17,6 +16,7 @@ import {
   countDuplicateChunk,
   createStagingTable,
   finishChunk,
+  finishChunkValues,
   finishRevivedChunk,
   lockJobAndClaimChunk,
   reviveChunk,
@@ -41,14 +41,22 @@ const processCopyFirst = new CopyFirstPolicy();
  * ledger counts failed is applied after all, and its items move from failed to applied
  * (finishRevivedChunk); a final job whose status changes raises its import_job.* event again.
  */
-export async function applyChunk(
-  pool: Pool,
-  chunk: ChunkToApply,
-  wait: EdgeWait,
-  stamp: ApplyStamp,
-  copyFirst: Pick<CopyFirstPolicy, 'shouldTry' | 'missed'> = processCopyFirst,
-  revive: FailedChunk | null = null,
-): Promise<ChunkOutcome> {
+export async function applyChunk({
+  pool,
+  chunk,
+  wait,
+  stamp,
+  copyFirst = processCopyFirst,
+  revive = null,
+}: {
+  pool: Pool;
+  chunk: ChunkToApply;
+  wait: EdgeWait;
+  stamp: ApplyStamp;
+  /** Whether to try COPY straight into `targets` first (default: this process's policy). */
+  copyFirst?: Pick<CopyFirstPolicy, 'shouldTry' | 'missed'>;
+  revive?: FailedChunk | null;
+}): Promise<ChunkOutcome> {
   const { header, itemCount } = chunk;
   const { importJobId, chunkIndex, sourceSystem } = header.payload;
   return inTransaction(pool, async (tx) => {
@@ -75,16 +83,10 @@ export async function applyChunk(
       if (finished.rows[0].status !== job.status) await recordImportJobFinished(tx, finished.rows[0]);
       return outcome;
     }
-    const finished = await tx.query(finishChunk, [
-      importJobId,
-      itemCount,
-      0,
-      null,
-      null,
-      maxStoredItemErrors,
-      chunkIndex,
-      outcome,
-    ]);
+    const finished = await tx.query(
+      finishChunk,
+      finishChunkValues({ importJobId, chunkIndex, applied: itemCount, failed: 0, how: outcome }),
+    );
     await recordImportJobFinished(tx, finished.rows[0]); // import_job.* when this chunk made the job final
     return outcome;
   });
@@ -106,7 +108,12 @@ async function copyNewTargetsIn(
   copyFirst: Pick<CopyFirstPolicy, 'missed'>,
 ): Promise<boolean> {
   const { tenantId, payload } = chunk.header;
-  const rows = withOwnerColumns(chunk.rows, tenantId, payload.sourceSystem, payload.importJobId);
+  const rows = withOwnerColumns({
+    rows: chunk.rows,
+    tenantId,
+    sourceSystem: payload.sourceSystem,
+    importJobId: payload.importJobId,
+  });
   try {
     // The savepoint (released by COMMIT) goes in the COPY's own Query message: no round trip of its own.
     const copy = tx.query(copyFrom(`SAVEPOINT copy_new_targets; ${copyNewTargets}`));
@@ -134,29 +141,41 @@ const failedChunkError = ({ itemCount, firstIndex, lastIndex }: FailedChunk) =>
   `${itemCount} targets (items ${firstIndex}–${lastIndex}) could not be applied:`;
 
 /** Marks a dead-lettered chunk as failed, once: its items count as failed, with the reason. */
-export async function failChunk(pool: Pool, chunk: FailedChunk, reason: string, stamp: ApplyStamp): Promise<void> {
+export async function failChunk({
+  pool,
+  chunk,
+  reason,
+  stamp,
+}: {
+  pool: Pool;
+  chunk: FailedChunk;
+  reason: string;
+  stamp: ApplyStamp;
+}): Promise<void> {
   const { header, itemCount, firstIndex } = chunk;
   const { importJobId, chunkIndex } = header.payload;
   await inTransaction(pool, async (tx) => {
     const claim = [importJobId, header.tenantId, chunkIndex, 0, itemCount, ...stampValues(stamp)];
     const job = (await tx.query(lockJobAndClaimChunk, claim)).rows[0];
     if (!job?.claimed) return;
-    const error: ItemError = {
+    const itemError = {
       index: firstIndex,
       externalId: null,
       field: null,
       message: `${failedChunkError(chunk)} ${reason}`,
     };
-    const finished = await tx.query(finishChunk, [
-      importJobId,
-      0,
-      itemCount,
-      JSON.stringify([error]),
-      reason,
-      maxStoredItemErrors,
-      chunkIndex,
-      'dead_lettered',
-    ]);
+    const finished = await tx.query(
+      finishChunk,
+      finishChunkValues({
+        importJobId,
+        chunkIndex,
+        applied: 0,
+        failed: itemCount,
+        itemError,
+        failureReason: reason,
+        how: 'dead_lettered',
+      }),
+    );
     await recordImportJobFinished(tx, finished.rows[0]);
   });
 }

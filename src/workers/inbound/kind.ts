@@ -20,11 +20,16 @@ const chunkKind = (name: string, topic: TopicName): WorkerKind => ({
   async apply(message, deps) {
     const chunk = decodeChunk(message);
     const { importJobId, chunkIndex } = chunk.header.payload;
-    const wait = edgeWait(deps, chunk.header.producedAt, importJobId, `import job ${importJobId}`);
+    const wait = edgeWait({
+      deps,
+      producedAt: chunk.header.producedAt,
+      recordId: importJobId,
+      what: `import job ${importJobId}`,
+    });
     // A replayed dead letter may take its chunk out of the failed count (apply-chunk.ts).
     const revive = isReplayed(message) ? describeFailedChunk(message) : null;
     const stamp = applyStamp(message, chunk.header.producedAt, deps);
-    const outcome = await applyChunk(deps.pool, chunk, wait, stamp, undefined, revive);
+    const outcome = await applyChunk({ pool: deps.pool, chunk, wait, stamp, revive });
     deps.metrics?.inboundChunk(outcome);
     if (outcome === 'duplicate' || outcome === 'orphan')
       deps.logger.debug({ worker: name, importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
@@ -32,7 +37,8 @@ const chunkKind = (name: string, topic: TopicName): WorkerKind => ({
   async onDeadLetter(message, error, deps) {
     const chunk = describeFailedChunk(message);
     if (!chunk) return; // undecodable: no job to mark; the dead-letter topic keeps it
-    await failChunk(deps.pool, chunk, error.message, applyStamp(message, chunk.header.producedAt, deps));
+    const stamp = applyStamp(message, chunk.header.producedAt, deps);
+    await failChunk({ pool: deps.pool, chunk, reason: error.message, stamp });
   },
 });
 

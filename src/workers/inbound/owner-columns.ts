@@ -7,7 +7,17 @@ import { copyText } from '../../shared/inbound/copy-text.js';
  * ends a row (UTF-8 never uses that byte inside a character), so this copies bytes without reading
  * a row's columns; a last row without its newline gets the prefix too.
  */
-export function withOwnerColumns(rows: Buffer, tenantId: string, sourceSystem: string, importJobId: string): Buffer {
+export function withOwnerColumns({
+  rows,
+  tenantId,
+  sourceSystem,
+  importJobId,
+}: {
+  rows: Buffer;
+  tenantId: string;
+  sourceSystem: string;
+  importJobId: string;
+}): Buffer {
   const owner = Buffer.from(`${copyText(tenantId)}\t${copyText(sourceSystem)}\t${copyText(importJobId)}\t`);
   let count = 0;
   for (let from = 0; from < rows.length; count++) {

@@ -1,5 +1,7 @@
 // Set-based statements of the inbound worker, kept apart from the logic.
 import { chunkRowColumns } from '../../shared/inbound/chunk-message.js';
+import { maxStoredItemErrors, type ImportJobStatus, type ItemError } from '../../shared/inbound/import-job.js';
+import { finishedImportJobColumns } from '../../shared/webhooks/events.js';
 import { stampColumns, stampPlaceholders } from '../apply-stamp.js';
 
 /**
@@ -73,32 +75,61 @@ export const upsertStagedTargets = `
    ORDER BY i.external_id COLLATE "C", i.item_index DESC
   ${newerDataWins}`;
 
+const status = (name: ImportJobStatus) => `'${name}'`;
+
 /**
- * Counts a finished chunk ($2 applied, $3 failed) and moves the status; $4 is an item error to
- * append (or null) and $5 a failure reason (or null). Errors stay bounded at $6 entries. Notes in
- * the chunk's ledger row ($7) how it went ($8), known only now, in the same statement.
- * Returns the job as updated: when its status is final, the caller records the webhook event.
+ * The import job's status rule, given SQL expressions for its counts after the statement: chunks
+ * left → Processing; else nothing applied → Failed; any target rejected or failed →
+ * CompletedWithErrors; else Completed (shared/inbound/import-job.ts).
+ */
+const importJobStatus = (after: { chunksDone: string; applied: string; failed: string }) => `CASE
+      WHEN ${after.chunksDone} < chunk_count THEN ${status('Processing')}
+      WHEN ${after.applied} = 0 THEN ${status('Failed')}
+      WHEN rejected_count > 0 OR ${after.failed} > 0 THEN ${status('CompletedWithErrors')}
+      ELSE ${status('Completed')} END`;
+
+/**
+ * Counts a finished chunk and moves the status; an item error is appended while the job keeps
+ * fewer than maxStoredItemErrors. Notes in the chunk's ledger row how it went, known only now, in
+ * the same statement. Returns the job as updated (finishedImportJobColumns): when its status is
+ * final, the caller records the webhook event. Values: finishChunkValues.
  */
 export const finishChunk = `
-  WITH ledger AS (UPDATE import_job_chunks SET how = $8 WHERE import_job_id = $1 AND chunk_index = $7)
+  WITH ledger AS (UPDATE import_job_chunks SET how = $7 WHERE import_job_id = $1 AND chunk_index = $2)
   UPDATE import_jobs SET
-    applied_count = applied_count + $2,
-    failed_count = failed_count + $3,
+    applied_count = applied_count + $3,
+    failed_count = failed_count + $4,
     chunks_done = chunks_done + 1,
-    errors = CASE WHEN $4::jsonb IS NULL OR jsonb_array_length(errors) >= $6 THEN errors ELSE errors || $4::jsonb END,
-    errors_omitted = errors_omitted + CASE WHEN $4::jsonb IS NOT NULL AND jsonb_array_length(errors) >= $6 THEN 1 ELSE 0 END,
-    failure_reason = coalesce(failure_reason, $5),
-    status = CASE
-      WHEN chunks_done + 1 < chunk_count THEN 'Processing'
-      WHEN applied_count + $2 = 0 THEN 'Failed'
-      WHEN rejected_count > 0 OR failed_count + $3 > 0 THEN 'CompletedWithErrors'
-      ELSE 'Completed' END,
+    errors = CASE WHEN $5::jsonb IS NULL OR jsonb_array_length(errors) >= ${maxStoredItemErrors} THEN errors ELSE errors || $5::jsonb END,
+    errors_omitted = errors_omitted + CASE WHEN $5::jsonb IS NOT NULL AND jsonb_array_length(errors) >= ${maxStoredItemErrors} THEN 1 ELSE 0 END,
+    failure_reason = coalesce(failure_reason, $6),
+    status = ${importJobStatus({ chunksDone: 'chunks_done + 1', applied: 'applied_count + $3', failed: 'failed_count + $4' })},
     started_at = coalesce(started_at, now()),
     completed_at = CASE WHEN chunks_done + 1 >= chunk_count THEN now() END,
     updated_at = now()
   WHERE id = $1
-  RETURNING id, tenant_id, client_id, kind, source_system, external_batch_id, status, received_count, accepted_count,
-            rejected_count, applied_count, failed_count, failure_reason, created_at, completed_at`;
+  RETURNING ${finishedImportJobColumns}`;
+
+export const finishChunkValues = (chunk: {
+  importJobId: string;
+  chunkIndex: number;
+  applied: number;
+  failed: number;
+  /** Appended to the job's item errors. */
+  itemError?: ItemError;
+  /** The job's failure reason, unless it has one. */
+  failureReason?: string;
+  /** How it went, for the chunk's ledger row (InboundChunkOutcome). */
+  how: string;
+}) => [
+  chunk.importJobId,
+  chunk.chunkIndex,
+  chunk.applied,
+  chunk.failed,
+  chunk.itemError ? JSON.stringify([chunk.itemError]) : null,
+  chunk.failureReason ?? null,
+  chunk.how,
+];
 
 /**
  * A replayed dead letter's chunk that was counted failed ($3 its item count): its ledger row now
@@ -112,7 +143,7 @@ export const reviveChunk = `
 /**
  * Moves a revived chunk's $2 items from failed to applied: drops the item error its failure
  * appended (message starting with $3), clears the failure reason once nothing is failed, and
- * recomputes a final status (finishChunk's rules); a job still running keeps its status.
+ * recomputes the status (a job with chunks left is Processing already).
  */
 export const finishRevivedChunk = `
   UPDATE import_jobs SET
@@ -121,12 +152,8 @@ export const finishRevivedChunk = `
     errors = (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]'::jsonb) FROM jsonb_array_elements(errors) WITH ORDINALITY AS x(e, n)
                WHERE NOT starts_with(e->>'message', $3)),
     failure_reason = CASE WHEN failed_count - $2 = 0 THEN NULL ELSE failure_reason END,
-    status = CASE
-      WHEN chunks_done < chunk_count THEN status
-      WHEN rejected_count > 0 OR failed_count - $2 > 0 THEN 'CompletedWithErrors'
-      ELSE 'Completed' END,
+    status = ${importJobStatus({ chunksDone: 'chunks_done', applied: 'applied_count + $2', failed: 'failed_count - $2' })},
     completed_at = CASE WHEN chunks_done >= chunk_count THEN now() ELSE completed_at END,
     updated_at = now()
   WHERE id = $1
-  RETURNING id, tenant_id, client_id, kind, source_system, external_batch_id, status, received_count, accepted_count,
-            rejected_count, applied_count, failed_count, failure_reason, created_at, completed_at`;
+  RETURNING ${finishedImportJobColumns}`;

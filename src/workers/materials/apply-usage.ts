@@ -16,12 +16,17 @@ type UsageRow = { id: string; tenant_id: string; location_id: string; status: st
  * (a redelivery); else insert its stock movements, move the balances and mark it Applied.
  * A crash before COMMIT leaves no trace; after it, the status makes redelivery a no-op.
  */
-export async function applyUsage(
-  pool: Pool,
-  message: UsageMessage,
-  wait: EdgeWait,
-  stamp: ApplyStamp,
-): Promise<UsageOutcome> {
+export async function applyUsage({
+  pool,
+  usage: message,
+  wait,
+  stamp,
+}: {
+  pool: Pool;
+  usage: UsageMessage;
+  wait: EdgeWait;
+  stamp: ApplyStamp;
+}): Promise<UsageOutcome> {
   const { materialUsageId } = message.payload;
   return inTransaction(pool, async (tx) => {
     const usage = await edgeRecordOrWait(
@@ -41,7 +46,17 @@ export async function applyUsage(
 }
 
 /** Marks a dead-lettered usage Failed (if still Pending), so readers see it will not be booked. */
-export async function failUsage(pool: Pool, message: UsageMessage, reason: string, stamp: ApplyStamp): Promise<void> {
+export async function failUsage({
+  pool,
+  usage: message,
+  reason,
+  stamp,
+}: {
+  pool: Pool;
+  usage: UsageMessage;
+  reason: string;
+  stamp: ApplyStamp;
+}): Promise<void> {
   await pool.query(markFailed, [
     message.payload.materialUsageId,
     message.tenantId,

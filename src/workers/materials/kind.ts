@@ -14,14 +14,16 @@ export const materialsWorker: WorkerKind = {
   async apply(message, deps) {
     const usage = decodeMessage(message, usageMessageSchema);
     const id = usage.payload.materialUsageId;
-    const wait = edgeWait(deps, usage.producedAt, id, `material usage ${id}`);
-    const outcome = await applyUsage(deps.pool, usage, wait, applyStamp(message, usage.producedAt, deps));
+    const wait = edgeWait({ deps, producedAt: usage.producedAt, recordId: id, what: `material usage ${id}` });
+    const stamp = applyStamp(message, usage.producedAt, deps);
+    const outcome = await applyUsage({ pool: deps.pool, usage, wait, stamp });
     if (outcome !== 'applied')
       deps.logger.debug({ worker: 'materials', materialUsageId: id, outcome }, 'material usage skipped');
   },
   async onDeadLetter(message, error, deps) {
     const usage = decodeOrNull(message, usageMessageSchema);
     if (!usage) return; // no usage to mark; the dead-letter topic keeps the message
-    await failUsage(deps.pool, usage, error.message, applyStamp(message, usage.producedAt, deps));
+    const stamp = applyStamp(message, usage.producedAt, deps);
+    await failUsage({ pool: deps.pool, usage, reason: error.message, stamp });
   },
 };
