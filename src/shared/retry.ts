@@ -15,8 +15,7 @@
  * | kafkaClient     | 300 … 2000 (11 attempts)          | kafkajs's own retries (joining, fetching, producing), kafkajsRetry |
  * | (breaker)       | WEBHOOK_BREAKER_OPEN_MS … _MAX_MS | an open webhook endpoint breaker before its probe |
  *
- * kafkajs applies its schedule itself, with ±20 % jitter and each wait growing by 2× from the
- * previous jittered one (its retry/index.js), so its waits only roughly follow the formula.
+ * kafkajs applies its row itself (kafkajsRetry), with ±20 % jitter: its waits only roughly follow.
  *
  * Webhook deliveries follow the operator's listed schedule instead (WEBHOOK_RETRY_SCHEDULE,
  * listedDelayMs): their waits are minutes to days, and each is recorded in PostgreSQL.
@@ -74,13 +73,12 @@ export function listedDelayMs(scheduleMs: readonly number[], attempts: number, r
  */
 export const pause = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = setTimeout(done, signal?.aborted ? 0 : ms);
     signal?.addEventListener('abort', done, { once: true });
   });
 

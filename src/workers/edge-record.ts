@@ -39,17 +39,10 @@ export async function edgeRecordOrWait<R>(row: R | null | undefined, wait: EdgeW
 }
 
 /** The wait for a message's edge record `recordId`, under this worker's orphan grace. */
-export const edgeWait = ({
-  deps,
-  producedAt,
-  recordId,
-  what,
-}: {
-  deps: Pick<WorkerDeps, 'pool'> & { config: Pick<Config, 'workers'> };
-  producedAt: string;
-  recordId: string;
-  what: string;
-}): EdgeWait => ({
+export const edgeWait = (
+  deps: Pick<WorkerDeps, 'pool'> & { config: Pick<Config, 'workers'> },
+  { producedAt, recordId, what }: { producedAt: string; recordId: string; what: string },
+): EdgeWait => ({
   producedAt,
   graceMs: deps.config.workers.orphanGraceMs,
   writerDone: () => edgeWriterDone(deps.pool, recordId),

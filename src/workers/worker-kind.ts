@@ -3,6 +3,8 @@ import { deadLetterTopic } from '../shared/dead-letters/headers.js';
 import type { Pool } from '../shared/db/pool.js';
 import type { InboundMessage, MessageBus, TopicSpec } from '../shared/kafka/bus.js';
 import type { Logger } from '../shared/logger.js';
+import type { ApplyStamp } from './apply-stamp.js';
+import type { EdgeWait } from './edge-record.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
 export type WorkerDeps = {
@@ -13,6 +15,11 @@ export type WorkerDeps = {
   /** Outcome counters for /metrics; absent: nothing is counted. */
   metrics?: WorkerMetrics;
 };
+
+/** What a kind's apply function takes beside its message. */
+export type ApplyArgs = { pool: Pool; wait: EdgeWait; stamp: ApplyStamp };
+/** What a kind's dead-letter report takes beside its message: why it was dead-lettered. */
+export type FailArgs = { pool: Pool; reason: string; stamp: ApplyStamp };
 
 /**
  * One kind of worker: a consumer group over its topics and a typed handler. The runner

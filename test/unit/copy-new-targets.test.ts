@@ -10,22 +10,22 @@ describe('withOwnerColumns', () => {
 
   it('puts tenant, source system and import job in front of every row', () => {
     const rows = Buffer.from('0\ta\tSite ä\n1\tb\tOther 🏠\n');
-    expect(withOwnerColumns({ rows, tenantId: tenant, sourceSystem: 'erp', importJobId: '42' }).toString()).toBe(
+    expect(withOwnerColumns(rows, { tenantId: tenant, sourceSystem: 'erp', importJobId: '42' }).toString()).toBe(
       `${tenant}\terp\t42\t0\ta\tSite ä\n${tenant}\terp\t42\t1\tb\tOther 🏠\n`,
     );
   });
 
   it('escapes the source system as COPY text, and prefixes a last row without its newline', () => {
     const rows = Buffer.from('0\ta\tx\\ty\n1\tb\tz');
-    expect(withOwnerColumns({ rows, tenantId: tenant, sourceSystem: 'tab\there\\', importJobId: '7' }).toString()).toBe(
+    expect(withOwnerColumns(rows, { tenantId: tenant, sourceSystem: 'tab\there\\', importJobId: '7' }).toString()).toBe(
       `${tenant}\ttab\\there\\\\\t7\t0\ta\tx\\ty\n${tenant}\ttab\\there\\\\\t7\t1\tb\tz`,
     );
   });
 
   it('leaves no rows as none', () => {
-    expect(
-      withOwnerColumns({ rows: Buffer.alloc(0), tenantId: tenant, sourceSystem: 'erp', importJobId: '1' }),
-    ).toHaveLength(0);
+    expect(withOwnerColumns(Buffer.alloc(0), { tenantId: tenant, sourceSystem: 'erp', importJobId: '1' })).toHaveLength(
+      0,
+    );
   });
 });
 

@@ -15,7 +15,7 @@ export const appointmentsWorker: WorkerKind = {
   async apply(message, deps) {
     const submitted = decodeMessage(message, submittedMessageSchema);
     const id = submitted.payload.appointmentRequestId;
-    const wait = edgeWait({ deps, producedAt: submitted.producedAt, recordId: id, what: `appointment ${id}` });
+    const wait = edgeWait(deps, { producedAt: submitted.producedAt, recordId: id, what: `appointment ${id}` });
     const outcome = await validateSubmitted({
       pool: deps.pool,
       message: submitted,

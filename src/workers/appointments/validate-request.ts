@@ -1,11 +1,11 @@
 import { checkBusinessRules } from '../../shared/appointments/business-rules.js';
 import type { StoredAppointmentRequest } from '../../shared/appointments/request-schema.js';
 import type { AppointmentStatus } from '../../shared/appointments/statuses.js';
-import { stampValues, type ApplyStamp } from '../apply-stamp.js';
-import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
+import { stampValues } from '../apply-stamp.js';
+import { edgeRecordOrWait } from '../edge-record.js';
+import type { ApplyArgs, FailArgs } from '../worker-kind.js';
 import type { SubmittedPayload } from '../../shared/appointments/submitted-message.js';
 import { transition } from '../../shared/appointments/transitions-sql.js';
-import type { Pool } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import type { Envelope } from '../../shared/messages.js';
 import { PermanentMessageError } from '../permanent-error.js';
@@ -34,21 +34,10 @@ function judge(request: StoredAppointmentRequest, at: number): ReturnType<typeof
  * made Failed: Failed → Validated → PendingReview, or Failed → Rejected (the only way out of
  * Failed; the status table keeps Failed final for everything else).
  */
-export async function validateSubmitted({
-  pool,
-  message,
-  wait,
-  stamp,
-  now = Date.now,
-  replayed = false,
-}: {
-  pool: Pool;
-  message: Submitted;
-  wait: EdgeWait;
-  stamp: ApplyStamp;
-  now?: () => number;
-  replayed?: boolean;
-}): Promise<ValidationOutcome> {
+export async function validateSubmitted(
+  args: ApplyArgs & { message: Submitted; now?: () => number; replayed?: boolean },
+): Promise<ValidationOutcome> {
+  const { pool, message, wait, stamp, now = Date.now, replayed = false } = args;
   const id = message.payload.appointmentRequestId;
   return inTransaction(pool, async (tx) => {
     const row = await edgeRecordOrWait<Record<string, any>>(
@@ -84,12 +73,7 @@ export async function failSubmitted({
   message,
   reason,
   stamp,
-}: {
-  pool: Pool;
-  message: Submitted;
-  reason: string;
-  stamp: ApplyStamp;
-}): Promise<boolean> {
+}: FailArgs & { message: Submitted }): Promise<boolean> {
   const id = message.payload.appointmentRequestId;
   return inTransaction(pool, async (tx) => {
     const row = (await tx.query(lockSubmittedRequest, [id, message.tenantId])).rows[0];

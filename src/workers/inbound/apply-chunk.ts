@@ -1,12 +1,13 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { Pool, PoolClient } from '../../shared/db/pool.js';
+import type { PoolClient } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
 import type { InboundChunkOutcome } from '../worker-metrics.js';
-import { stampValues, type ApplyStamp } from '../apply-stamp.js';
-import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
+import { stampValues } from '../apply-stamp.js';
+import { edgeRecordOrWait } from '../edge-record.js';
+import type { ApplyArgs, FailArgs } from '../worker-kind.js';
 import { CopyFirstPolicy } from './copy-first.js';
 import { checkItemCount, type ChunkToApply, type FailedChunk } from './decode-chunk.js';
 import { withOwnerColumns } from './owner-columns.js';
@@ -28,6 +29,7 @@ export type ChunkOutcome = InboundChunkOutcome;
 
 /** One per worker process: what it learnt about which sources send new targets. */
 const processCopyFirst = new CopyFirstPolicy();
+type CopyFirst = Pick<CopyFirstPolicy, 'shouldTry' | 'missed'>;
 
 /**
  * Applies one chunk in one transaction: lock the job and claim the chunk in the ledger (a
@@ -41,22 +43,10 @@ const processCopyFirst = new CopyFirstPolicy();
  * ledger counts failed is applied after all, and its items move from failed to applied
  * (finishRevivedChunk); a final job whose status changes raises its import_job.* event again.
  */
-export async function applyChunk({
-  pool,
-  chunk,
-  wait,
-  stamp,
-  copyFirst = processCopyFirst,
-  revive = null,
-}: {
-  pool: Pool;
-  chunk: ChunkToApply;
-  wait: EdgeWait;
-  stamp: ApplyStamp;
-  /** Whether to try COPY straight into `targets` first (default: this process's policy). */
-  copyFirst?: Pick<CopyFirstPolicy, 'shouldTry' | 'missed'>;
-  revive?: FailedChunk | null;
-}): Promise<ChunkOutcome> {
+export async function applyChunk(
+  args: ApplyArgs & { chunk: ChunkToApply; copyFirst?: CopyFirst; revive?: FailedChunk | null },
+): Promise<ChunkOutcome> {
+  const { pool, chunk, wait, stamp, copyFirst = processCopyFirst, revive = null } = args;
   const { header, itemCount } = chunk;
   const { importJobId, chunkIndex, sourceSystem } = header.payload;
   return inTransaction(pool, async (tx) => {
@@ -102,18 +92,9 @@ const notAllNew = new Set(['23505', '40P01']);
  * them all; false, with nothing written, when one was not new. Any other failure (a row that does
  * not parse, a wrong item count) is the chunk's own and is thrown as before.
  */
-async function copyNewTargetsIn(
-  tx: PoolClient,
-  chunk: ChunkToApply,
-  copyFirst: Pick<CopyFirstPolicy, 'missed'>,
-): Promise<boolean> {
+async function copyNewTargetsIn(tx: PoolClient, chunk: ChunkToApply, copyFirst: CopyFirst): Promise<boolean> {
   const { tenantId, payload } = chunk.header;
-  const rows = withOwnerColumns({
-    rows: chunk.rows,
-    tenantId,
-    sourceSystem: payload.sourceSystem,
-    importJobId: payload.importJobId,
-  });
+  const rows = withOwnerColumns(chunk.rows, { tenantId, ...payload });
   try {
     // The savepoint (released by COMMIT) goes in the COPY's own Query message: no round trip of its own.
     const copy = tx.query(copyFrom(`SAVEPOINT copy_new_targets; ${copyNewTargets}`));
@@ -141,17 +122,7 @@ const failedChunkError = ({ itemCount, firstIndex, lastIndex }: FailedChunk) =>
   `${itemCount} targets (items ${firstIndex}–${lastIndex}) could not be applied:`;
 
 /** Marks a dead-lettered chunk as failed, once: its items count as failed, with the reason. */
-export async function failChunk({
-  pool,
-  chunk,
-  reason,
-  stamp,
-}: {
-  pool: Pool;
-  chunk: FailedChunk;
-  reason: string;
-  stamp: ApplyStamp;
-}): Promise<void> {
+export async function failChunk({ pool, chunk, reason, stamp }: FailArgs & { chunk: FailedChunk }): Promise<void> {
   const { header, itemCount, firstIndex } = chunk;
   const { importJobId, chunkIndex } = header.payload;
   await inTransaction(pool, async (tx) => {

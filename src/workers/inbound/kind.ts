@@ -20,8 +20,7 @@ const chunkKind = (name: string, topic: TopicName): WorkerKind => ({
   async apply(message, deps) {
     const chunk = decodeChunk(message);
     const { importJobId, chunkIndex } = chunk.header.payload;
-    const wait = edgeWait({
-      deps,
+    const wait = edgeWait(deps, {
       producedAt: chunk.header.producedAt,
       recordId: importJobId,
       what: `import job ${importJobId}`,

@@ -7,18 +7,11 @@ import { copyText } from '../../shared/inbound/copy-text.js';
  * ends a row (UTF-8 never uses that byte inside a character), so this copies bytes without reading
  * a row's columns; a last row without its newline gets the prefix too.
  */
-export function withOwnerColumns({
-  rows,
-  tenantId,
-  sourceSystem,
-  importJobId,
-}: {
-  rows: Buffer;
-  tenantId: string;
-  sourceSystem: string;
-  importJobId: string;
-}): Buffer {
-  const owner = Buffer.from(`${copyText(tenantId)}\t${copyText(sourceSystem)}\t${copyText(importJobId)}\t`);
+export function withOwnerColumns(
+  rows: Buffer,
+  of: { tenantId: string; sourceSystem: string; importJobId: string },
+): Buffer {
+  const owner = Buffer.from(`${copyText(of.tenantId)}\t${copyText(of.sourceSystem)}\t${copyText(of.importJobId)}\t`);
   let count = 0;
   for (let from = 0; from < rows.length; count++) {
     const newline = rows.indexOf(10, from);

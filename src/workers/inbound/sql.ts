@@ -110,25 +110,23 @@ export const finishChunk = `
   WHERE id = $1
   RETURNING ${finishedImportJobColumns}`;
 
-export const finishChunkValues = (chunk: {
+/** `how`: the chunk's InboundChunkOutcome; `failureReason`: the job's, unless it has one. */
+export const finishChunkValues = (c: {
   importJobId: string;
   chunkIndex: number;
   applied: number;
   failed: number;
-  /** Appended to the job's item errors. */
   itemError?: ItemError;
-  /** The job's failure reason, unless it has one. */
   failureReason?: string;
-  /** How it went, for the chunk's ledger row (InboundChunkOutcome). */
   how: string;
 }) => [
-  chunk.importJobId,
-  chunk.chunkIndex,
-  chunk.applied,
-  chunk.failed,
-  chunk.itemError ? JSON.stringify([chunk.itemError]) : null,
-  chunk.failureReason ?? null,
-  chunk.how,
+  c.importJobId,
+  c.chunkIndex,
+  c.applied,
+  c.failed,
+  c.itemError && JSON.stringify([c.itemError]),
+  c.failureReason,
+  c.how,
 ];
 
 /**

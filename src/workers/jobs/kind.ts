@@ -30,7 +30,7 @@ export const jobsWorker: WorkerKind = {
     await inTransaction(deps.pool, async (tx) => {
       const edge = await edgeRecordOrWait<{ materialized_at: Date | null }>(
         (await tx.query(lockJobRequest, [fieldJobId, tenantId])).rows[0],
-        edgeWait({ deps, producedAt, recordId: fieldJobId, what: `field job ${fieldJobId}` }),
+        edgeWait(deps, { producedAt, recordId: fieldJobId, what: `field job ${fieldJobId}` }),
       );
       if (!edge) return;
       if (edge.materialized_at) {

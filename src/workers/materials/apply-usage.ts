@@ -1,10 +1,10 @@
-import type { Pool } from '../../shared/db/pool.js';
 import { inTransaction } from '../../shared/db/pool.js';
 import type { UsagePayload } from '../../shared/materials/usage-message.js';
 import type { Envelope } from '../../shared/messages.js';
 import { recordMaterialsRecorded } from '../../shared/webhooks/events.js';
-import { stampValues, type ApplyStamp } from '../apply-stamp.js';
-import { edgeRecordOrWait, type EdgeWait } from '../edge-record.js';
+import { stampValues } from '../apply-stamp.js';
+import { edgeRecordOrWait } from '../edge-record.js';
+import type { ApplyArgs, FailArgs } from '../worker-kind.js';
 import { bookMovements, countDuplicateUsage, lockUsage, markApplied, markFailed } from './sql.js';
 
 type UsageMessage = Envelope<UsagePayload>;
@@ -16,17 +16,8 @@ type UsageRow = { id: string; tenant_id: string; location_id: string; status: st
  * (a redelivery); else insert its stock movements, move the balances and mark it Applied.
  * A crash before COMMIT leaves no trace; after it, the status makes redelivery a no-op.
  */
-export async function applyUsage({
-  pool,
-  usage: message,
-  wait,
-  stamp,
-}: {
-  pool: Pool;
-  usage: UsageMessage;
-  wait: EdgeWait;
-  stamp: ApplyStamp;
-}): Promise<UsageOutcome> {
+export async function applyUsage(args: ApplyArgs & { message: UsageMessage }): Promise<UsageOutcome> {
+  const { pool, message, wait, stamp } = args;
   const { materialUsageId } = message.payload;
   return inTransaction(pool, async (tx) => {
     const usage = await edgeRecordOrWait(
@@ -46,17 +37,7 @@ export async function applyUsage({
 }
 
 /** Marks a dead-lettered usage Failed (if still Pending), so readers see it will not be booked. */
-export async function failUsage({
-  pool,
-  usage: message,
-  reason,
-  stamp,
-}: {
-  pool: Pool;
-  usage: UsageMessage;
-  reason: string;
-  stamp: ApplyStamp;
-}): Promise<void> {
+export async function failUsage({ pool, message, reason, stamp }: FailArgs & { message: UsageMessage }): Promise<void> {
   await pool.query(markFailed, [
     message.payload.materialUsageId,
     message.tenantId,

@@ -14,9 +14,9 @@ export const materialsWorker: WorkerKind = {
   async apply(message, deps) {
     const usage = decodeMessage(message, usageMessageSchema);
     const id = usage.payload.materialUsageId;
-    const wait = edgeWait({ deps, producedAt: usage.producedAt, recordId: id, what: `material usage ${id}` });
+    const wait = edgeWait(deps, { producedAt: usage.producedAt, recordId: id, what: `material usage ${id}` });
     const stamp = applyStamp(message, usage.producedAt, deps);
-    const outcome = await applyUsage({ pool: deps.pool, usage, wait, stamp });
+    const outcome = await applyUsage({ pool: deps.pool, message: usage, wait, stamp });
     if (outcome !== 'applied')
       deps.logger.debug({ worker: 'materials', materialUsageId: id, outcome }, 'material usage skipped');
   },
@@ -24,6 +24,6 @@ export const materialsWorker: WorkerKind = {
     const usage = decodeOrNull(message, usageMessageSchema);
     if (!usage) return; // no usage to mark; the dead-letter topic keeps the message
     const stamp = applyStamp(message, usage.producedAt, deps);
-    await failUsage({ pool: deps.pool, usage, reason: error.message, stamp });
+    await failUsage({ pool: deps.pool, message: usage, reason: error.message, stamp });
   },
 };
