@@ -38,9 +38,8 @@ export const schedules = {
   topicCreation: { baseMs: 500, maxMs: 5000, attempts: 10 },
   pushRetry: { baseMs: 500, maxMs: 30_000, attempts: 12 },
   eventListen: { baseMs: 100, maxMs: 5000, attempts: Infinity },
-  // Attempts every 2 s at most find a new coordinator or leader soon after a broker's loss, with
-  // about the same patience in all (~16 s) as kafkajs's default before a consumer crashes
-  // (consumer-group.ts then starts a fresh one); its default waits grow to 9.6 s.
+  // Every 2 s at most (kafkajs's default grows to 9.6 s): a new coordinator or leader is found soon
+  // after a broker's loss, with about the default's patience in all (~16 s) before a crash.
   kafkaClient: { baseMs: 300, maxMs: 2000, attempts: 11 },
 } satisfies Record<string, RetrySchedule>;
 

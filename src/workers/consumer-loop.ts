@@ -74,7 +74,7 @@ export async function runWorkerKind({
   const originOf = (m: InboundMessage) => `${m.topic}/${m.partition}/${m.offset}`;
   const inFlight = new Set<Promise<void>>();
   const stopped = new AbortController(); // cuts short the waits of the dead-letter report and the committer
-  const wake = alarm(() => pump());
+  let wakeTimer: NodeJS.Timeout | undefined; // for the queue's next waiting message
 
   let state: LoopState = { name: 'applying' };
   // applying, dependencyAway → dependencyAway: the entry, and every other, waits a longer backoff.
@@ -91,7 +91,7 @@ export async function runWorkerKind({
   const stopApplying = () => {
     state = { name: 'stopping' };
     stopped.abort();
-    wake.cancel();
+    clearTimeout(wakeTimer);
   };
   /** Only this message's key waits: its retry's backoff, or its edge record. */
   const retryLater = (entry: Entry, schedule: RetrySchedule, failures: number) =>
@@ -120,8 +120,10 @@ export async function runWorkerKind({
       });
       inFlight.add(applying);
     }
+    // Set again each time: nextWakeup is the earliest of the whole queue.
+    clearTimeout(wakeTimer);
     const next = queue.nextWakeup(now);
-    if (next !== undefined) wake.at(next);
+    if (next !== undefined) wakeTimer = setTimeout(pump, next - now);
   }
 
   async function apply(entry: Entry): Promise<void> {
@@ -259,30 +261,6 @@ export async function runWorkerKind({
       await committer;
       await commitApplied();
       await group.stop();
-    },
-  };
-}
-
-/** One timer that calls ring at the earliest time asked for (ms since the epoch). */
-function alarm(ring: () => void) {
-  let timer: NodeJS.Timeout | undefined;
-  let due = Infinity;
-  return {
-    at(time: number) {
-      if (time >= due) return;
-      clearTimeout(timer);
-      due = time;
-      timer = setTimeout(
-        () => {
-          due = Infinity;
-          ring();
-        },
-        Math.max(0, time - Date.now()),
-      );
-    },
-    cancel() {
-      clearTimeout(timer);
-      due = Infinity;
     },
   };
 }
