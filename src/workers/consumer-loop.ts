@@ -209,16 +209,15 @@ export async function runWorkerKind({
    * dead-letter topic) and the message counts as done.
    */
   async function reportDeadLetter(message: InboundMessage, error: Error): Promise<void> {
-    const report = kind.onDeadLetter;
-    if (!report) return;
+    if (!kind.onDeadLetter) return;
     const { signal } = stopped;
-    const whileAway = () =>
-      retrying(schedules.dependencyWait, () => report(message, error, deps), { retriable: isOutage, signal });
+    const report = () => kind.onDeadLetter!(message, error, deps);
+    const whileAway = () => retrying(schedules.dependencyWait, report, { retriable: isOutage, signal });
     try {
       await retrying(messageRetry, whileAway, { retriable: (err) => classifyFailure(err) === 'transient', signal });
     } catch (err) {
       // Stopping: left uncommitted, so the next owner dead-letters and reports it again.
-      if (signal.aborted) throw err;
+      if (signal.aborted && classifyFailure(err) !== 'permanent') throw err;
       log.error({ err, origin: originOf(message) }, 'dead-lettered message could not be reported to its kind');
     }
   }
