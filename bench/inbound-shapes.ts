@@ -9,12 +9,14 @@
 // Asserts nothing; writes bench/results/inbound-shapes-<time>.json.
 //
 // Options (env): BENCH_TARGETS (targets per batch shape: 100000), BENCH_REQUESTS (requests of the
-// per-request lines: 2000), BENCH_MAX_SECONDS (60 per shape), DATABASE_URL, KAFKA_BROKERS.
+// per-request lines: 2000), BENCH_MAX_SECONDS (60 per shape), BENCH_SHAPES (which shapes, by
+// their 1-based place in the table, e.g. "7,8"; default all), BENCH_CPU_PROF (a directory: the
+// gateway writes V8 CPU profiles there), DATABASE_URL, KAFKA_BROKERS.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { demo } from '../src/admin/commands/demo.js';
 import { loadConfig } from '../src/shared/config.js';
@@ -79,7 +81,7 @@ const batchShape = (batchSize: number, concurrency: number): Shape => ({
   concurrency,
   requests: Math.max(20, Math.min(requestsPerLine, Math.ceil(targetsPerShape / batchSize))),
 });
-const shapes: Shape[] = [
+const allShapes: Shape[] = [
   batchShape(1, 4),
   batchShape(100, 4),
   batchShape(1000, 4),
@@ -89,6 +91,10 @@ const shapes: Shape[] = [
   { label: 'one-target push, 4 clients', endpoint: 'single', batchSize: 1, concurrency: 4, requests: requestsPerLine },
   { label: 'GET /livez (bare), 4 clients', endpoint: 'livez', batchSize: 1, concurrency: 4, requests: requestsPerLine },
 ];
+
+const only = (process.env.BENCH_SHAPES ?? '').split(',').filter(Boolean).map(Number);
+const shapes = only.length ? allShapes.filter((_, i) => only.includes(i + 1)) : allShapes;
+const cpuProfDir = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : '';
 
 const threadNames = ['event loop', 'batch-parse', 'kafka-producer'];
 let gateway: Child | null = null;
@@ -163,6 +169,7 @@ async function run() {
   const singleKey = (tenant.clients['inbound.targets.write'] ?? tenant.clients.all!).apiKey;
   gateway = spawnTsx('src/gateway/server.ts', { ...childEnv, HOST: '127.0.0.1', PORT: '0' }, 'gateway', [
     ...benchGatewayNodeFlags(),
+    ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : []),
   ]);
   const url = (await gateway.waitFor(/gateway: listening on ([^\s"]+)/))[1]!;
   const results = [];
@@ -171,7 +178,7 @@ async function run() {
     results.push(await measure(shape, url, shape.endpoint === 'single' ? singleKey : apiKey, i));
   }
 
-  const livez = results.find((r) => r.shape.endpoint === 'livez')!;
+  const livez = results.find((r) => r.shape.endpoint === 'livez') ?? { cpuMsPerRequest: null };
   const fmt = (n: number | null, d = 1) =>
     n === null ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
   console.log(
