@@ -183,19 +183,17 @@ describe('PostgreSQL answering read-only: probes and the event feed notice', { t
         'the LISTEN connection to come back to (or be refused by) the read-only server',
       );
 
-      // Promoted (same address, writable again). A long-poll waiting from now on must be woken
-      // by the LISTEN connection's own return to a writable session.
-      await setReadOnly(false);
-      const promotedAt = (await once<{ now: Date }>('SELECT clock_timestamp() AS now'))[0]!.now;
+      // Promoted (same address, writable again). A long-poll waiting from before must be woken
+      // by the LISTEN connection's own return to a writable session. (Both taken before the
+      // promotion: a reconnect may succeed at once, and its wake must not be missed.)
       await waiter.next(0, abort.signal); // forget any wake from before
       const woken = waiter.next(scaled(60_000), abort.signal);
-      const back = await eventually(
-        async () => (await listeners()).find((l) => l.started > promotedAt),
-        30_000,
-        'a LISTEN connection opened after the database became writable again',
-      );
-      expect(back.pid).not.toBe(first!.pid);
+      const promotedAt = (await once<{ now: Date }>('SELECT clock_timestamp() AS now'))[0]!.now;
+      await setReadOnly(false);
       expect(await woken).toBe('woken');
+      const back = (await listeners()).find((l) => l.started > promotedAt);
+      expect(back).toBeDefined();
+      expect(back!.pid).not.toBe(first!.pid);
       // And it hears the commits again.
       const heard = waiter.next(scaled(60_000), abort.signal);
       await notify('ro-client');

@@ -116,8 +116,8 @@ export function createEventWaits(
       signal: stop.signal,
     }).then(
       (client) => {
-        if (state.name !== 'connecting' || state.stop !== stop) return end(client);
-        state = { name: 'listening', client, checkTimer: setTimeout(() => check(client), checkMs).unref() };
+        if (state.name !== 'connecting') return end(client);
+        state = { name: 'listening', client, checkTimer: setInterval(() => check(client), checkMs).unref() };
         wakeAll(); // anything committed before LISTEN took effect is found by a re-read
       },
       () => undefined, // closed while connecting
@@ -128,7 +128,7 @@ export function createEventWaits(
   // listening → idle, then connecting again if anyone waits.
   function lost(client: pg.Client, err?: Error): void {
     if (state.name !== 'listening' || state.client !== client) return;
-    clearTimeout(state.checkTimer);
+    clearInterval(state.checkTimer);
     state = { name: 'idle' };
     end(client);
     logger.warn({ err }, 'event feed LISTEN connection lost; reconnecting');
@@ -136,15 +136,10 @@ export function createEventWaits(
   }
 
   // listening: the server still accepts writes and answers within checkMs, else the connection is lost.
-  function check(client: pg.Client): void {
-    withTimeout(assertWritable(client), checkMs, 'event feed LISTEN connection check').then(
-      () => {
-        if (state.name === 'listening' && state.client === client)
-          state.checkTimer = setTimeout(() => check(client), checkMs).unref();
-      },
-      (err: Error) => lost(client, err),
+  const check = (client: pg.Client) =>
+    withTimeout(assertWritable(client), checkMs, 'event feed LISTEN connection check').catch((err: Error) =>
+      lost(client, err),
     );
-  }
 
   // any → closed.
   async function close(): Promise<void> {
@@ -156,7 +151,7 @@ export function createEventWaits(
       await was.done;
     }
     if (was.name === 'listening') {
-      clearTimeout(was.checkTimer);
+      clearInterval(was.checkTimer);
       await was.client.end().catch(() => undefined);
     }
   }
