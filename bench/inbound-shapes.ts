@@ -22,7 +22,9 @@ import { demo } from '../src/admin/commands/demo.js';
 import { loadConfig } from '../src/shared/config.js';
 import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool } from '../src/shared/db/pool.js';
+import { benchDatabase } from './lib/bench-database.js';
 import { envInt } from './lib/env.js';
+import { capacityEnv } from './lib/service-env.js';
 import { deleteRunArtifacts } from './lib/kafka-admin.js';
 import type { LoadParams, LoadResult } from './lib/load.js';
 import {
@@ -43,23 +45,12 @@ const maxSeconds = envInt('BENCH_MAX_SECONDS', 60);
 
 const repoRoot = new URL('..', import.meta.url).pathname;
 const runId = randomBytes(4).toString('hex');
-const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/connect';
-const dbName = `connect_bench_shapes_${runId}`;
-const dbUrl = new URL(serverUrl);
-dbUrl.pathname = `/${dbName}`;
-const databaseUrl = dbUrl.toString();
-const brokersEnv = process.env.KAFKA_BROKERS || '127.0.0.1:9092';
+const db = benchDatabase(`connect_bench_shapes_${runId}`);
+const databaseUrl = db.url;
 const topicPrefix = `bench-shapes-${runId}.`;
-const brokers = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokersEnv }).kafka.brokers;
 const childEnv: NodeJS.ProcessEnv = {
-  ...process.env,
-  DATABASE_URL: databaseUrl,
-  KAFKA_BROKERS: brokersEnv,
-  KAFKA_TOPIC_PREFIX: topicPrefix,
-  LOG_LEVEL: 'warn',
-  // Capacity, not fairness: one client may use every slot and any upload rate.
-  UPLOAD_BYTES_PER_SECOND: String(1024 * 1024 * 1024),
-  UPLOAD_BYTES_PER_SECOND_PER_TENANT: String(1024 * 1024 * 1024),
+  ...capacityEnv(db.url, topicPrefix),
+  // One client may use every in-flight slot: 16 concurrent clients are 16 requests at once.
   IN_FLIGHT_CLIENT_SHARE_PERCENT: '100',
   IN_FLIGHT_TENANT_SHARE_PERCENT: '100',
   INBOUND_MAX_IN_FLIGHT: '32',
@@ -155,6 +146,8 @@ async function measure(shape: Shape, url: string, apiKey: string, index: number)
   };
 }
 
+const brokers = loadConfig(childEnv).kafka.brokers;
+
 async function run() {
   log(`run ${runId}: ${shapes.length} shapes`);
   execFileSync(join(repoRoot, 'scripts/kafka'), ['up'], { stdio: ['ignore', 'ignore', 'inherit'], cwd: repoRoot });
@@ -232,17 +225,7 @@ async function teardown() {
   await gateway?.stop();
   await pool?.end().catch(() => undefined);
   await deleteRunArtifacts(brokers, topicPrefix).catch((err: Error) => log(`could not delete topics: ${err.message}`));
-  const u = new URL(serverUrl);
-  u.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: u.toString() });
-  try {
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  } catch (err) {
-    log(`could not drop database ${dbName}: ${(err as Error).message}; drop it by hand`);
-  } finally {
-    await admin.end().catch(() => undefined);
-  }
+  await db.drop(log);
 }
 
 await runBench(run, teardown);

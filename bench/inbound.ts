@@ -69,6 +69,8 @@ import {
 } from './lib/processes.js';
 import { percentiles, round } from './lib/stats.js';
 import { envInt } from './lib/env.js';
+import { benchDatabase } from './lib/bench-database.js';
+import { capacityEnv } from './lib/service-env.js';
 
 /** The gateway's threads the table names; the rest (V8's, libuv's) count as other. */
 const gatewayThreadNames = ['event loop', 'batch-parse', 'kafka-producer', 'other'];
@@ -101,33 +103,15 @@ opts.probeRequests = envInt('BENCH_PROBE_REQUESTS', 4 * opts.probeConcurrency);
 
 const repoRoot = new URL('..', import.meta.url).pathname;
 const runId = randomBytes(4).toString('hex');
-const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/connect';
-const dbName = `connect_bench_inbound_${runId}`;
-const dbUrl = new URL(serverUrl);
-dbUrl.pathname = `/${dbName}`;
-const databaseUrl = dbUrl.toString();
-const brokersEnv = process.env.KAFKA_BROKERS || '127.0.0.1:9092';
+const db = benchDatabase(`connect_bench_inbound_${runId}`);
+const dbName = db.name;
+const databaseUrl = db.url;
 const topicPrefix = `bench-inbound-${runId}.`;
-const serviceConfig = loadConfig({
-  ...process.env,
-  DATABASE_URL: databaseUrl,
-  KAFKA_BROKERS: brokersEnv,
-  KAFKA_TOPIC_PREFIX: topicPrefix,
-});
+const childEnv = capacityEnv(databaseUrl, topicPrefix);
+const serviceConfig = loadConfig(childEnv);
 const brokers = serviceConfig.kafka.brokers;
 const topic = topicNames(serviceConfig.kafka).inboundTargets;
 const csvPath = join(tmpdir(), `bench-inbound-${runId}.csv`);
-
-const childEnv: NodeJS.ProcessEnv = {
-  ...process.env,
-  DATABASE_URL: databaseUrl,
-  KAFKA_BROKERS: brokersEnv,
-  KAFKA_TOPIC_PREFIX: topicPrefix,
-  LOG_LEVEL: 'warn',
-  // The bench measures the path's capacity: its one client is not held to a tenant's share.
-  UPLOAD_BYTES_PER_SECOND: String(1024 * 1024 * 1024),
-  UPLOAD_BYTES_PER_SECOND_PER_TENANT: String(1024 * 1024 * 1024),
-};
 const cpuProfDir = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : '';
 const profArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [];
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -672,27 +656,12 @@ async function run() {
   console.log(`results: ${file.slice(repoRoot.length)} (and bench/results/inbound-latest.json)`);
 }
 
-/** The server's `postgres` database: dropping ours must not depend on DATABASE_URL's database existing. */
-function maintenanceUrl(): string {
-  const u = new URL(serverUrl);
-  u.pathname = '/postgres';
-  return u.toString();
-}
-
 async function teardown() {
   await Promise.allSettled([workers?.stop(), gateway?.stop()]);
   await pool?.end().catch(() => undefined);
   rmSync(csvPath, { force: true });
   await deleteRunArtifacts(brokers, topicPrefix).catch((err: Error) => log(`could not delete topics: ${err.message}`));
-  const admin = new pg.Client({ connectionString: maintenanceUrl() });
-  try {
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  } catch (err) {
-    log(`could not drop database ${dbName}: ${(err as Error).message}; drop it by hand`);
-  } finally {
-    await admin.end().catch(() => undefined);
-  }
+  await db.drop(log);
 }
 
 await runBench(run, teardown);
