@@ -123,7 +123,7 @@ export async function runWorkerKind({
     // Set again each time: nextWakeup is the earliest of the whole queue.
     clearTimeout(wakeTimer);
     const next = queue.nextWakeup(now);
-    if (next !== undefined) wakeTimer = setTimeout(pump, next - now);
+    if (next !== undefined) wakeTimer = setTimeout(pump, next - Date.now());
   }
 
   async function apply(entry: Entry): Promise<void> {
