@@ -27,16 +27,15 @@ export async function startGateway(
   logger: Logger,
   extraRoutes: RouteDefinition[] = [],
 ): Promise<RunningGateway> {
-  const onConnectionError = (err: Error) => logger.warn({ err }, 'postgres connection failed');
+  const poolOptions = {
+    onConnectionError: (err: Error) => logger.warn({ err }, 'postgres connection failed'),
+    queryTimeoutMs: config.database.queryTimeoutMs,
+  };
   // Separate budgets (see WriteDeps): connections waiting for Kafka never starve reads.
   const sizes = splitPoolMax(config.database.poolMax);
-  const pool = createPool(config.database.url, sizes.shared, 'connect-gateway', { onConnectionError });
-  const tenantPool = createTenantPool(config.database.url, sizes.tenant, 'connect-gateway-tenant', {
-    onConnectionError,
-  });
-  const edgePool = createTenantPool(config.database.url, config.database.edgePoolMax, 'connect-gateway-edge', {
-    onConnectionError,
-  });
+  const pool = createPool(config.database.url, sizes.shared, 'connect-gateway', poolOptions);
+  const tenantPool = createTenantPool(config.database.url, sizes.tenant, 'connect-gateway-tenant', poolOptions);
+  const edgePool = createTenantPool(config.database.url, config.database.edgePoolMax, 'connect-gateway-edge', poolOptions);
   const endPools = () => Promise.all([pool.end(), tenantPool.end(), edgePool.end()]);
   try {
     await checkTenantScopeRole(pool); // a role that cannot serve tenant data stops the start, with what to grant

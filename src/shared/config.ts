@@ -71,6 +71,9 @@ const database = section('PostgreSQL', {
   edgePoolMax: env('DATABASE_EDGE_POOL_MAX', int(10, 1, 1000)).describe(
     "gateway only: connections of edge transactions, which wait for Kafka's acknowledgement; a separate budget so waiting writes never starve reads",
   ),
+  queryTimeoutMs: env('DATABASE_QUERY_TIMEOUT_MS', int(10_000, 1000, 3_600_000)).describe(
+    "how long a gateway or worker waits for PostgreSQL's answer to one statement (`COMMIT` included) before it gives that connection up: the gateway answers 503 + `Retry-After`, a worker waits and applies again (never dead-letters). Bounds a commit waiting for a synchronous standby that is gone and a server that vanished without closing its connections; must exceed the slowest statement a loaded server takes (a worker's chunk apply)",
+  ),
 });
 
 const kafka = section('brokers, topics and clients (TLS and SASL: [operations.md](operations.md))', {

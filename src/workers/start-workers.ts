@@ -43,6 +43,7 @@ export function createWorkerPool(config: Config, logger: Logger): Pool {
   const flushAfterKb = config.workers.pgFlushAfterKb;
   return createPool(config.database.url, config.database.poolMax, 'connect-workers', {
     onConnectionError: (err) => logger.warn({ err }, 'postgres connection failed'),
+    queryTimeoutMs: config.database.queryTimeoutMs,
     ...(flushAfterKb > 0 ? { settings: { backend_flush_after: `${flushAfterKb}kB` } } : {}),
   });
 }

@@ -88,3 +88,73 @@ describe.each(['fast', 'immediate'] as const)('PostgreSQL stopped (%s) under loa
     scaled(600_000),
   );
 });
+
+// Issue 40: commits that PostgreSQL never acknowledges. With synchronous replication a commit
+// waits for the synchronous standby; while none is connected (it crashed, or is being rebuilt
+// during a failover) every write waits, for as long as that lasts, while reads still answer. Here
+// synchronous_standby_names names a standby that never connects. Every request must still be
+// answered (503 + Retry-After for writes, after DATABASE_QUERY_TIMEOUT_MS; never hung), nothing
+// dead-lettered, and once the standby "returns" (the setting is reset) every acknowledged write is
+// there exactly once.
+describe('PostgreSQL commits waiting for a synchronous standby that is gone', () => {
+  it(
+    'answers every request (writes 503 + Retry-After, none hung); loses and duplicates nothing',
+    async () => {
+      const s = await startScenario({
+        name: 'pg-sync-standby-gone',
+        pool,
+        databaseUrl: postgres.url,
+        brokers: inject('kafkaBrokers'),
+        workers: { workers: 'inbound,inbound-express,jobs' },
+        env: { DATABASE_QUERY_TIMEOUT_MS: '5000' },
+      });
+      const { load } = s;
+      const warm = await load.waitForAcks(30, 0, 120_000);
+
+      const fault = load.faultStart();
+      await pool.query(`ALTER SYSTEM SET synchronous_standby_names = 'gone'`);
+      await pool.query('SELECT pg_reload_conf()');
+      load.markDown();
+      // Longer than the load's own request timeout (30 s): a write that waits for the commit
+      // unbounded shows up there as a timeout.
+      await waitFor(
+        () =>
+          Date.now() - fault.down! >= 40_000 &&
+          load.writeAttempts(fault.down!).filter((a) => a.outcome === 503).length >= 5,
+        120_000,
+      );
+      load.markUp();
+      await pool.query('ALTER SYSTEM RESET synchronous_standby_names');
+      await pool.query('SELECT pg_reload_conf()');
+      load.faultEnd();
+      const recovered = await load.waitForAcks(30, fault.end!, 120_000);
+
+      const report = await finishScenario(s);
+      // From one query timeout after the hold began (writes already in flight may still commit).
+      const held = { from: fault.down! + 6000, to: fault.up! };
+      const writesDuring = load.writeAttempts(held.from, held.to);
+      const readsDuring = load.reads.filter(
+        (r) => r.kind !== 'health' && r.attempt.start >= held.from && r.attempt.end <= held.to,
+      );
+
+      expect.soft(warm, 'writes acknowledged before the fault').toBe(true);
+      expect.soft(recovered, 'writes acknowledged again after the standby returned').toBe(true);
+      expect.soft(report.unexpectedExits, 'processes that exited on their own (or not 0 on SIGTERM)').toEqual([]);
+      expect.soft(report.converged, 'every import job and job request settled').toBe(true);
+      expect.soft(report.oracle).toEqual(report.expected);
+      expect.soft(report.counts.timeouts, 'requests unanswered after 30 s (hung)').toBe(0);
+      expect.soft(report.counts.otherNon2xx, `statuses other than 2xx/503/429: ${report.counts.otherStatuses}`).toBe(0);
+      expect.soft(report.counts.networkErrors, 'connections refused/reset').toBe(0);
+      expect.soft(report.counts.write503WithoutRetryAfter, '503 writes without Retry-After').toBe(0);
+      expect.soft(writesDuring.length, 'writes answered while commits waited').toBeGreaterThan(0);
+      expect
+        .soft(
+          writesDuring.filter((a) => a.outcome !== 503).map((a) => a.outcome),
+          'writes while commits wait for the standby',
+        )
+        .toEqual([]);
+      expect.soft(readsDuring.length, 'reads answered while commits waited').toBeGreaterThan(0);
+    },
+    scaled(600_000),
+  );
+});

@@ -41,6 +41,7 @@ describe('isPostgresUnavailable: PostgreSQL is not serving writes here now', () 
     'Connection terminated due to connection timeout',
     'timeout expired',
     'timeout exceeded when trying to connect',
+    'Query read timeout',
     'Client has encountered a connection error and is not queryable',
     'Client was closed and is not queryable',
   ])('node-postgres without a SQLSTATE: "%s"', (message) => {

@@ -1,6 +1,6 @@
 import type { Config } from '../../shared/config.js';
 import { isPostgresUnavailable } from '../../shared/db/errors.js';
-import { unusableAfter, type Pool } from '../../shared/db/pool.js';
+import { abandonTransaction, type Pool } from '../../shared/db/pool.js';
 import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { lockEdgeRecord } from '../../shared/edge-lock.js';
 import { busy, unavailable, type AppError } from '../../shared/errors.js';
@@ -84,8 +84,7 @@ export async function recordThenProduce<T>(
     state.committed();
     return result;
   } catch (err) {
-    broken = unusableAfter(err); // e.g. 25006: a read-only old primary is not kept in the pool
-    await tx.query('ROLLBACK').catch((rollbackErr: Error) => (broken ??= rollbackErr));
+    broken = await abandonTransaction(tx, err); // e.g. 25006: a read-only old primary is not kept in the pool
     if (phase === 'kafka') throw unavailable('Kafka', kafkaRetryAfterSeconds);
     if (isPostgresUnavailable(err)) throw unavailable('PostgreSQL');
     throw err;

@@ -17,6 +17,7 @@
  * | too many connections               | 53300                                                       | the new primary while every client reconnects           |
  * | socket errors                      | ECONNREFUSED, ECONNRESET, ECONNABORTED, ETIMEDOUT, EPIPE, ENOTFOUND, EAI_AGAIN, EHOSTUNREACH, ENETUNREACH | nothing listens; the address moves (DNS, virtual IP) |
  * | node-postgres without a SQLSTATE   | "Connection terminated" (… unexpectedly, … due to connection timeout), "timeout expired", "timeout exceeded when trying to connect" (pg-pool), "Client has encountered a connection error …", "Client was closed …" | the socket closed; the connect timeout or the pool's wait ran out |
+ * | no answer in time                  | "Query read timeout" (node-postgres's query_timeout: DATABASE_QUERY_TIMEOUT_MS) | a commit waits for a synchronous standby that is gone; the server vanished without closing the connection |
  *
  * Not in it: 57P04 (database dropped), 57014 (statement timeout or cancel), 40001 (including a
  * standby's recovery conflict) and other classes: classifyFailure judges those.
@@ -48,7 +49,7 @@ const unavailableCodes = new Set([
 ]);
 
 const unavailableMessage =
-  /^(Connection terminated|timeout expired$|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/i;
+  /^(Connection terminated|timeout expired$|timeout exceeded when trying to connect|Query read timeout$|Client has encountered a connection error|Client was closed and is not queryable)/i;
 
 /**
  * What a failed attempt at applying a message says about trying again:

@@ -15,6 +15,13 @@ export type PoolOptions = {
   connectionTimeoutMs?: number;
   /** PostgreSQL's statement_timeout on every connection (the server stops longer statements). */
   statementTimeoutMs?: number;
+  /**
+   * How long a statement may go unanswered before it fails here ("Query read timeout", which
+   * isPostgresUnavailable counts as PostgreSQL not serving) and its connection is given up. The
+   * server's statement_timeout cannot bound this: a commit waiting for a synchronous standby, or
+   * a server that vanished without closing the connection, never answers at all.
+   */
+  queryTimeoutMs?: number;
   /** Other PostgreSQL settings of every connection, sent at connect (startup `options`). */
   settings?: Record<string, string>;
 };
@@ -40,6 +47,7 @@ export function createPool(databaseUrl: string, max: number, applicationName: st
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
     idleTimeoutMillis: 30_000,
     ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
     ...(options.settings ? { options: startupOptions(options.settings) } : {}),
   });
   pool.on('error', report); // an idle client's connection failed
@@ -70,9 +78,27 @@ export const unusableAfter = (err: unknown): Error | undefined =>
   isPostgresUnavailable(err) ? (err instanceof Error ? err : new Error(String(err))) : undefined;
 
 /**
+ * Ends the transaction a failed statement left open on client, and says what to hand
+ * client.release(): undefined (the connection goes back to the pool) after a ROLLBACK, else the
+ * error that makes the pool destroy it. A connection that said PostgreSQL is not serving on it
+ * (unusableAfter) is not rolled back: the server rolls back when the connection closes, and a
+ * ROLLBACK would queue behind a statement still unanswered (a query timeout) and wait as long.
+ */
+export async function abandonTransaction(client: PoolClient, err: unknown): Promise<Error | undefined> {
+  const broken = unusableAfter(err);
+  if (broken) return broken;
+  try {
+    await client.query('ROLLBACK');
+    return undefined;
+  } catch (rollbackErr) {
+    return rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+  }
+}
+
+/**
  * Runs fn in one transaction on a connection just checked out, and releases it: commit on
- * success, rollback on any error. A connection whose rollback failed, or that said PostgreSQL is
- * not serving writes on it (unusableAfter), is destroyed rather than returned to the pool.
+ * success, rollback on any error (abandonTransaction: a connection PostgreSQL is not serving on,
+ * or whose rollback failed, is destroyed rather than returned to the pool).
  */
 export async function transactionOn<C extends PoolClient, T>(client: C, fn: (client: C) => Promise<T>): Promise<T> {
   let broken: Error | undefined;
@@ -82,8 +108,7 @@ export async function transactionOn<C extends PoolClient, T>(client: C, fn: (cli
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    broken = unusableAfter(err);
-    await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken ??= rollbackErr));
+    broken = await abandonTransaction(client, err);
     throw err;
   } finally {
     client.release(broken);
