@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createEventWaits } from '../../src/gateway/events/notifications.js';
 import { eventually } from '../support/kafka.js';
@@ -60,6 +61,37 @@ describe('event feed waiters', () => {
       expect(await waiter.next(1, abort.signal)).toBe('aborted'); // aborted before it waits
     } finally {
       await waits.close();
+    }
+  });
+  it('gives up an attempt the server never answers (it accepts the connection and says nothing) and retries', async () => {
+    // As a server gone without closing its connections, or a proxy that holds them, looks.
+    const held: net.Socket[] = [];
+    const silent = net.createServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as net.AddressInfo;
+    const { logger, lines } = capturedLogger('test-event-waits');
+    const waits = createEventWaits(
+      `postgres://events@127.0.0.1:${port}/events`,
+      { perClient: 1, perTenant: 1, max: 1 },
+      logger,
+      {
+        checkMs: 200,
+      },
+    );
+    try {
+      const waiter = waits.enter({ clientId: 'a', tenantId: 't' })!;
+      void waiter.next(600_000, new AbortController().signal);
+      await eventually(
+        async () => (lines.length >= 2 ? true : undefined),
+        30_000,
+        'two unanswered LISTEN attempts given up',
+      );
+      expect(held.length).toBeGreaterThanOrEqual(2); // each a connection of its own, accepted
+      expect(lines.map((l) => l.msg)).toContain('event feed LISTEN connection failed; reconnecting');
+    } finally {
+      await waits.close();
+      held.forEach((socket) => socket.destroy());
+      silent.close();
     }
   });
 });

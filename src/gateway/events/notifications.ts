@@ -90,6 +90,10 @@ export function createEventWaits(
       connectionString: databaseUrl,
       application_name: 'connect-gateway-events',
       keepAlive: true, // a silently lost server is noticed (and the connection replaced)
+      // An attempt that gets no answer (a server gone without closing the connection, a proxy that
+      // holds it) fails like a refused one and is retried, instead of leaving the hub connecting.
+      connectionTimeoutMillis: checkMs,
+      query_timeout: checkMs,
     });
     client.on('error', (err) => lost(client, err));
     client.on('end', () => lost(client));
