@@ -1,4 +1,4 @@
-// `npx tsx bench/inbound-shapes.ts`: how the gateway's CPU per
+// `npm run bench:inbound-shapes`: how the gateway's CPU per
 // target grows with the shape of the load, so a regression in any shape shows: CPU per 1,000
 // targets (and per request, by thread) for batches of 1, 100, 1,000 and 10,000 targets at 4
 // concurrent clients, and for 1, 4 and 16 concurrent clients at 1,000; then the per-request

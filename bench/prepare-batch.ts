@@ -1,4 +1,4 @@
-// `npx tsx bench/prepare-batch.ts`: the gateway's batch parse path (prepareBatch) alone, on the
+// `npm run bench:prepare-batch`: the gateway's batch parse path (prepareBatch) alone, on the
 // bodies bench:inbound sends, split by step: CPU ms per 1,000 targets of each step, and of the
 // whole prepareBatch, with a bare baseline measured in the same run (JSON.parse of the same bytes,
 // the least any parse path can cost). Each step runs on every body in turn, its inputs made
