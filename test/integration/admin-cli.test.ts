@@ -68,7 +68,7 @@ afterAll(async () => {
   await dropDatabase(urlFor('postgres'), dbName);
 }, scaled(60_000));
 
-describe('admin CLI', { timeout: 60_000 }, () => {
+describe('admin CLI', { timeout: scaled(120_000) }, () => {
   it('prints the usage on stdout and exits 0 for help and no arguments', async () => {
     const runs = await Promise.all([cli(), cli('help'), cli('--help')]);
     for (const run of runs) {
