@@ -7,7 +7,6 @@ import { EdgeRecordPending } from './edge-record.js';
 import { FairQueue, type Entry } from './fair-queue.js';
 import { deadLetterTopic } from '../shared/dead-letters/headers.js';
 import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
-import { noWorkerMetrics } from './worker-metrics.js';
 
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
 const isOutage = (err: unknown) => classifyFailure(err) === 'outage';
@@ -67,7 +66,7 @@ export async function runWorkerKind({
   messageRetry?: RetrySchedule;
 }): Promise<RunningKind> {
   const log = deps.logger.child({ worker: kind.name });
-  const metrics = deps.metrics ?? noWorkerMetrics;
+  const { metrics } = deps;
   const topics = kind.topics(deps.config.kafka);
   const slots = deps.config.workers.applyConcurrency;
   const queue = new FairQueue();

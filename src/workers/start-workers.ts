@@ -9,6 +9,7 @@ import { runWorkerKind, type RunningKind } from './consumer-loop.js';
 import type { WorkersState } from './ops/readiness.js';
 import { startWorkerOps } from './ops/worker-ops.js';
 import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
+import { noWorkerMetrics } from './worker-metrics.js';
 
 export type RunningWorkers = { stop(): Promise<void> };
 
@@ -99,7 +100,7 @@ export async function startWorkers({
     await pool.end();
     throw err;
   });
-  const deps: WorkerDeps = { config, logger, pool, bus, metrics: ops?.metrics };
+  const deps: WorkerDeps = { config, logger, pool, bus, metrics: ops?.metrics ?? noWorkerMetrics };
   const groups = consumerKinds.map((kind) => {
     const group = bus.consumerGroup(groupIdOf(kind), {
       sessionTimeoutMs: config.kafka.sessionTimeoutMs,

@@ -12,8 +12,8 @@ export type WorkerDeps = {
   logger: Logger;
   pool: Pool;
   bus: MessageBus;
-  /** Outcome counters for /metrics; absent: nothing is counted. */
-  metrics?: WorkerMetrics;
+  /** Outcome counters for /metrics (noWorkerMetrics: nothing is counted). */
+  metrics: WorkerMetrics;
 };
 
 /** What a kind's apply function takes beside its message. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/shared/logger.js';
 import { jobsWorker } from '../../src/workers/jobs/kind.js';
+import { noWorkerMetrics } from '../../src/workers/worker-metrics.js';
 import { bearer, createDemo, setRateLimit, createClientWithKey } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { useGatewaySuite } from '../support/suite.js';
@@ -243,6 +244,7 @@ describe('a job whose materialisation fails for good', () => {
       logger: createLogger('silent', 'test'),
       pool: suite.pool,
       bus: undefined as never,
+      metrics: noWorkerMetrics,
     });
     const replay = await create('/api/v1/connect/jobs', failed);
     expect(replay.status).toBe(200);

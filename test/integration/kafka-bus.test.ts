@@ -4,6 +4,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { createKafkaBus } from '../../src/shared/kafka/bus.js';
 import { runWorkerKind } from '../../src/workers/consumer-loop.js';
+import { noWorkerMetrics } from '../../src/workers/worker-metrics.js';
 import { PermanentMessageError } from '../../src/workers/permanent-error.js';
 import { deadLetterTopic } from '../../src/shared/dead-letters/headers.js';
 import type { WorkerKind } from '../../src/workers/worker-kind.js';
@@ -114,7 +115,7 @@ describe('Kafka adapter against the real broker', () => {
       },
     };
     const group = bus.consumerGroup(`${prefix}test`);
-    const deps = { config, logger: createLogger('silent', 'test'), pool: {} as Pool, bus };
+    const deps = { config, logger: createLogger('silent', 'test'), pool: {} as Pool, bus, metrics: noWorkerMetrics };
     const running = await runWorkerKind({ kind, group, deps, messageRetry: { attempts: 3, baseMs: 10, maxMs: 50 } });
     await bus.produce(
       topic,
@@ -152,7 +153,7 @@ describe('Kafka adapter against the real broker', () => {
       },
     };
     const group = bus.consumerGroup(`${prefix}test`);
-    const deps = { config, logger: createLogger('silent', 'test'), pool: {} as Pool, bus };
+    const deps = { config, logger: createLogger('silent', 'test'), pool: {} as Pool, bus, metrics: noWorkerMetrics };
     const running = await runWorkerKind({ kind, group, deps, messageRetry: { attempts: 1, baseMs: 10, maxMs: 10 } });
     const big = 'p'.repeat(2 * 1024 * 1024); // an inbound chunk may be up to 3 MiB (INBOUND_CHUNK_MAX_BYTES)
     await bus.produce(topic, [{ key: 'k', value: big }]);

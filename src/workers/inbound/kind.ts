@@ -29,7 +29,7 @@ const chunkKind = (name: string, topic: TopicName): WorkerKind => ({
     const revive = isReplayed(message) ? describeFailedChunk(message) : null;
     const stamp = applyStamp(message, chunk.header.producedAt, deps);
     const outcome = await applyChunk({ pool: deps.pool, chunk, wait, stamp, revive });
-    deps.metrics?.inboundChunk(outcome);
+    deps.metrics.inboundChunk(outcome);
     if (outcome === 'duplicate' || outcome === 'orphan')
       deps.logger.debug({ worker: name, importJobId, chunk: chunkIndex, outcome }, 'chunk skipped');
   },
