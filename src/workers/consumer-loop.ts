@@ -1,11 +1,10 @@
-import { deadLetterHeaders, errorClassOf } from '../shared/dead-letters/headers.js';
+import { deadLetterHeaders, deadLetterTopic, errorClassOf } from '../shared/dead-letters/headers.js';
 import { classifyFailure, type FailureClass } from '../shared/db/errors.js';
 import type { ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
 import { backoffMs, mayRetry, pause, retrying, schedules, type RetrySchedule } from '../shared/retry.js';
 import { extractFrom, inSpan, SpanKind } from '../shared/tracing/context.js';
 import { EdgeRecordPending } from './edge-record.js';
 import { FairQueue, type Entry } from './fair-queue.js';
-import { deadLetterTopic } from '../shared/dead-letters/headers.js';
 import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
 
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
