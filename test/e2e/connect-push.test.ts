@@ -22,6 +22,10 @@ const suite = useGatewaySuite({
 });
 
 const sourceSystem = 'push-e2e';
+/** Both runs take 17 s alone; inside the full suite on two shared cores one took over 66 s (the
+ * default test timeout). The second run waits for the workers with no bound of its own, so this
+ * one is what fails a hang: five times the slowest seen. */
+const pushTimeoutMs = scaled(330_000);
 const total = 100_000;
 /** Targets the schema refuses: no place at all, or a priority out of range. */
 const invalid = (i: number) => i % 1000 === 7 || i % 5000 === 123;
@@ -97,7 +101,7 @@ describe('connect-push', () => {
         const n = await jobCount();
         return n >= expectedBatches / 5 ? n : undefined;
       },
-      60_000,
+      scaled(120_000), // 6 s alone
       'the first run to record a fifth of the batches',
     );
     first.child.kill('SIGKILL');
@@ -155,7 +159,7 @@ describe('connect-push', () => {
     const noPlace = rejects.find((r) => r.externalId === 'push-7')!;
     expect(noPlace.reasons[0]!.message).toMatch(/address, coordinates or both/);
     expect(noPlace.line).toBe(8); // push-0 … push-7 on lines 1 … 8
-  });
+  }, pushTimeoutMs);
 
   it('reads CSV from stdin, stores the valid rows and lists the invalid one with its reason', async () => {
     const rejectsPath = join(dir, 'stdin.rejects.ndjson');
