@@ -18,8 +18,6 @@ import { findRequest, findStatus } from './store.js';
 import { submitAppointmentRequest } from './submit.js';
 import type { WriteDeps } from '../edge/record-then-produce.js';
 
-type Deps = WriteDeps;
-
 export const appointmentsPath = '/connect/v1/appointment-requests';
 const tag = 'Appointment requests';
 
@@ -29,7 +27,7 @@ const notFound404 =
   "resource_not_found: no appointment request with this id belongs to the calling client (another client's " +
   'request, even of the same tenant, is not found either).';
 
-export function appointmentRoutes(deps: Deps): RouteDefinition[] {
+export function appointmentRoutes(deps: WriteDeps): RouteDefinition[] {
   return [
     defineRoute({
       method: 'post',

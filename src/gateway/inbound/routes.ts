@@ -9,8 +9,6 @@ import { cutIntoChunks } from './chunks.js';
 import { inboundImportResultSchema, inboundTargetBatchSchema } from './schemas.js';
 import type { WriteDeps } from '../edge/record-then-produce.js';
 
-type Deps = WriteDeps;
-
 const idempotencyDescription =
   'Idempotency: send an Idempotency-Key header (1–200 visible ASCII characters; for a batch, externalBatchId ' +
   'serves when the header is absent). The same key with the same body (byte for byte) answers 200 with the same ' +
@@ -31,7 +29,7 @@ const responses = {
   },
 };
 
-export function inboundRoutes(deps: Deps, batches: BatchPreparer): RouteDefinition[] {
+export function inboundRoutes(deps: WriteDeps, batches: BatchPreparer): RouteDefinition[] {
   const { inbound } = deps.config;
   return [
     defineRoute({

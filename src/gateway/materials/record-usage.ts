@@ -22,8 +22,6 @@ import {
   type WorkOrderRow,
 } from './store.js';
 
-type Deps = WriteDeps;
-
 /** The one 404 of both POST addresses and the GET. */
 export function workOrderNotFound(ref: WorkOrderRef): AppError {
   const name =
@@ -126,7 +124,7 @@ const toResponse = (dto: WorkOrderMaterialUsageDto, wasAlreadyProcessed: boolean
  * content again answers the recorded usage and produces nothing; other content is a 409.
  */
 export function recordMaterialUsage(
-  deps: Deps,
+  deps: WriteDeps,
   client: AuthenticatedClient,
   ids: { requestId: string; correlationId: string },
   ref: WorkOrderRef,

@@ -24,8 +24,6 @@ import { workOrderMaterialUsageSchema } from '../../shared/materials/usage-recor
 import type { WorkOrderRef } from './store.js';
 import type { WriteDeps } from '../edge/record-then-produce.js';
 
-type Deps = WriteDeps;
-
 const tag = 'Work-order materials';
 
 const notFoundNote =
@@ -68,7 +66,7 @@ const postCommon = {
   },
 };
 
-export function materialRoutes(deps: Deps): RouteDefinition[] {
+export function materialRoutes(deps: WriteDeps): RouteDefinition[] {
   /** The one handler of both POST addresses: they differ only in how the work order is named. */
   const record =
     <P>(refOf: (params: P) => WorkOrderRef) =>

@@ -2,12 +2,10 @@ import type { TenantTx } from '../../shared/db/tenant-scope.js';
 
 // SQL of the material-usage operations at the edge.
 
-type Db = TenantTx;
-
 export type WorkOrderRef = { by: 'id'; workOrderId: number } | { by: 'externalId'; externalWorkOrderId: string };
 export type WorkOrderRow = { id: number; externalWorkOrderId: string };
 
-export async function findWorkOrder(db: Db, tenantId: string, ref: WorkOrderRef): Promise<WorkOrderRow | null> {
+export async function findWorkOrder(db: TenantTx, tenantId: string, ref: WorkOrderRef): Promise<WorkOrderRow | null> {
   const { rows } =
     ref.by === 'id'
       ? await db.query('SELECT id, external_work_order_id FROM work_orders WHERE id = $1 AND tenant_id = $2', [
@@ -24,7 +22,7 @@ export async function findWorkOrder(db: Db, tenantId: string, ref: WorkOrderRef)
 
 export type LocationRef = { by: 'id'; id: string } | { by: 'code'; code: string } | { by: 'default' };
 
-export async function findLocation(db: Db, tenantId: string, ref: LocationRef): Promise<{ id: string } | null> {
+export async function findLocation(db: TenantTx, tenantId: string, ref: LocationRef): Promise<{ id: string } | null> {
   const [where, values] =
     ref.by === 'id'
       ? ['id = $2', [ref.id]]
@@ -41,7 +39,7 @@ export async function findLocation(db: Db, tenantId: string, ref: LocationRef): 
 export type ItemRow = { id: string; sku: string | null; unitOfMeasure: string | null };
 
 /** The tenant's items among the given ids and SKUs (one query for all lines). */
-export async function findItems(db: Db, tenantId: string, ids: string[], skus: string[]): Promise<ItemRow[]> {
+export async function findItems(db: TenantTx, tenantId: string, ids: string[], skus: string[]): Promise<ItemRow[]> {
   const { rows } = await db.query(
     `SELECT id, sku, unit_of_measure FROM inventory_items
       WHERE tenant_id = $1 AND (id = ANY($2::uuid[]) OR sku = ANY($3::text[]))`,
@@ -90,7 +88,7 @@ export async function insertUsage(tx: TenantTx, u: NewUsage): Promise<boolean> {
 }
 
 export async function findUsageByEvent(
-  db: Db,
+  db: TenantTx,
   tenantId: string,
   externalEventId: string,
 ): Promise<{ id: string; requestHash: Buffer; workOrderId: number } | null> {
