@@ -142,9 +142,9 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       body = await route.parseRawBody(await readRawBody(ctx, limits()));
     } else if (route.body || route.parseBody) {
       const raw = await readJsonBody(ctx, limits(), route.requestMediaTypes);
-      const items = unstorableByItem(raw.unstorable, route.itemsField);
+      unstorableByItem(raw.unstorable, undefined); // unstorable text anywhere refuses the body (400)
       body = route.parseBody
-        ? route.parseBody(raw.value, { unstorableItems: items, bytes: raw.bytes })
+        ? route.parseBody(raw.value, { bytes: raw.bytes })
         : parseOrThrow(route.body!, raw.value, 'body');
     }
     return { params, query, body };

@@ -1,6 +1,5 @@
 import type { z } from 'zod';
 import type { AppError } from '../../shared/errors.js';
-import type { TextProblem } from '../http/storable.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 
 export type HttpMethod = 'get' | 'post' | 'patch' | 'delete';
@@ -27,8 +26,6 @@ export type HandlerInput<P, Q, B> = {
 };
 
 export type ParseContext = {
-  /** Per item index of `itemsField`: strings PostgreSQL could not store, with paths inside the item. */
-  unstorableItems: ReadonlyMap<number, TextProblem[]>;
   /** The body's bytes as sent (e.g. for a fingerprint). */
   bytes: Buffer;
 };
@@ -71,11 +68,6 @@ export type RouteDefinition<
    * the route still documents `body`.
    */
   parseRawBody?: (bytes: Buffer) => Promise<BO>;
-  /**
-   * The array field whose items are accepted one by one (partial acceptance): unstorable text
-   * inside item i rejects item i alone (see ParseContext), not the request.
-   */
-  itemsField?: string;
   /**
    * Success responses by status. A documented error status listed here (e.g. the token endpoint's
    * RFC 6749 errors) replaces the standard error response of that status in the document.
