@@ -38,27 +38,19 @@ export async function appendHistory(
   return rows[0].at as Date;
 }
 
-/** Moves the status only if it is still `from` (the caller holds the row lock); false when it was not. */
-export async function setStatus(
-  tx: PoolClient,
-  id: string,
-  from: AppointmentStatus,
-  to: AppointmentStatus,
-  reason: string | null,
-): Promise<boolean> {
-  const { rowCount } = await tx.query(
-    `UPDATE appointment_requests SET status = $3, status_reason = $4, updated_at = date_trunc('milliseconds', clock_timestamp())
-      WHERE id = $1 AND status = $2`,
-    [id, from, to, reason],
-  );
-  return rowCount === 1;
-}
-
-/** One transition: conditional update plus its history entry. */
+/**
+ * One transition: moves the status only if it is still `from` (the caller holds the row lock),
+ * plus its history entry; null when the status was not `from`.
+ */
 export async function transition(
   tx: PoolClient,
   t: { id: string; from: AppointmentStatus; to: AppointmentStatus; reason: string | null; actor: TransitionActor },
 ): Promise<Date | null> {
-  if (!(await setStatus(tx, t.id, t.from, t.to, t.reason))) return null;
+  const { rowCount } = await tx.query(
+    `UPDATE appointment_requests SET status = $3, status_reason = $4, updated_at = date_trunc('milliseconds', clock_timestamp())
+      WHERE id = $1 AND status = $2`,
+    [t.id, t.from, t.to, t.reason],
+  );
+  if (rowCount !== 1) return null;
   return appendHistory(tx, t);
 }
