@@ -52,16 +52,17 @@ type Loaded = { kind: DeadLetterKind; message: StoredMessage; detail: DeadLetter
 
 export type DeadLetters = ReturnType<typeof createDeadLetters>;
 
+/** How long reading one dead-letter topic may take. */
+const kafkaTimeoutMs = 30_000;
+
 export function createDeadLetters({
   pool,
   bus,
   kafka,
-  kafkaTimeoutMs = 30_000,
 }: {
   pool: Pool;
   bus: MessageBus;
   kafka: Pick<Config['kafka'], 'topicPrefix'>;
-  kafkaTimeoutMs?: number;
 }) {
   const kinds = deadLetterKinds(kafka);
 
@@ -180,8 +181,6 @@ export function createDeadLetters({
   }
 
   return {
-    kinds,
-
     async list(f: DeadLetterFilter): Promise<ListedDeadLetter[]> {
       return (await select(f)).map(toListed);
     },

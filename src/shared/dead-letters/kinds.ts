@@ -14,37 +14,17 @@ export type DeadLetterKind = {
   /** The topic its messages came from, and go back to on replay. */
   topic: string;
   dlqTopic: string;
-  /** The worker kind that consumes `topic`. */
-  worker: string;
   record: RecordType;
   /** The payload field holding the record's id. */
   idField: string;
 };
 
-const table: { name: string; topic: TopicName; worker: string; record: RecordType; idField: string }[] = [
-  { name: 'inbound', topic: 'inboundTargets', worker: 'inbound', record: 'importJob', idField: 'importJobId' },
-  {
-    name: 'inbound-express',
-    topic: 'inboundTargetsExpress',
-    worker: 'inbound-express',
-    record: 'importJob',
-    idField: 'importJobId',
-  },
-  { name: 'jobs', topic: 'jobs', worker: 'jobs', record: 'fieldJob', idField: 'fieldJobId' },
-  {
-    name: 'materials',
-    topic: 'workOrderMaterials',
-    worker: 'materials',
-    record: 'materialUsage',
-    idField: 'materialUsageId',
-  },
-  {
-    name: 'appointments',
-    topic: 'appointments',
-    worker: 'appointments',
-    record: 'appointmentRequest',
-    idField: 'appointmentRequestId',
-  },
+const table: { name: string; topic: TopicName; record: RecordType; idField: string }[] = [
+  { name: 'inbound', topic: 'inboundTargets', record: 'importJob', idField: 'importJobId' },
+  { name: 'inbound-express', topic: 'inboundTargetsExpress', record: 'importJob', idField: 'importJobId' },
+  { name: 'jobs', topic: 'jobs', record: 'fieldJob', idField: 'fieldJobId' },
+  { name: 'materials', topic: 'workOrderMaterials', record: 'materialUsage', idField: 'materialUsageId' },
+  { name: 'appointments', topic: 'appointments', record: 'appointmentRequest', idField: 'appointmentRequestId' },
 ];
 
 export const deadLetterKindNames = table.map((k) => k.name);
