@@ -1,8 +1,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint } from 'jose';
 import type { Config } from '../../shared/config.js';
-import type { Pool } from '../../shared/db/pool.js';
-import { inTransaction } from '../../shared/db/pool.js';
+import { inTransaction, type Pool, type Queryable } from '../../shared/db/pool.js';
 import { unavailable } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import {
@@ -88,8 +87,6 @@ async function publicJwkOf(privateKey: KeyObject): Promise<{ kid: string; jwk: J
   const jwk = createPublicKey(privateKey).export({ format: 'jwk' });
   return { kid: await calculateJwkThumbprint(jwk as Parameters<typeof calculateJwkThumbprint>[0]), jwk };
 }
-
-type Queryable = Pick<Pool, 'query'>;
 
 /** Deletes public halves of replica keys no token can still be valid for. */
 const pruneReplicaKeys = (db: Queryable) =>

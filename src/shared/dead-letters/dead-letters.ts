@@ -1,6 +1,5 @@
 import type { Config } from '../config.js';
-import type { Pool } from '../db/pool.js';
-import { inTransaction } from '../db/pool.js';
+import { inTransaction, type Pool } from '../db/pool.js';
 import type { MessageBus, OutboundMessage, StoredMessage } from '../kafka/bus.js';
 import { decodeDeadLetter, listed, type DeadLetter, type DeadLetterDetail } from './decode.js';
 import { deadLetterHeaders } from './headers.js';

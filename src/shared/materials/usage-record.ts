@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { PoolClient } from '../db/pool.js';
+import type { Queryable } from '../db/pool.js';
 import { materialUsageStatuses, maxInt32 } from './usage.js';
 import { iso } from '../iso-time.js';
 
@@ -54,7 +54,7 @@ export type WorkOrderMaterialUsageDto = z.infer<typeof workOrderMaterialUsageSch
 
 /** The usages of one work order (oldest use first), or one usage by id; always the tenant's own. */
 export async function loadUsages(
-  db: Pick<PoolClient, 'query'>,
+  db: Queryable,
   tenantId: string,
   which: { workOrderId: number } | { usageId: string },
 ): Promise<WorkOrderMaterialUsageDto[]> {

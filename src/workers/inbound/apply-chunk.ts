@@ -1,8 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { PoolClient } from '../../shared/db/pool.js';
-import { inTransaction } from '../../shared/db/pool.js';
+import { inTransaction, type PoolClient } from '../../shared/db/pool.js';
 import { recordImportJobFinished } from '../../shared/webhooks/events.js';
 import type { InboundChunkOutcome } from '../worker-metrics.js';
 import { stampValues } from '../apply-stamp.js';
