@@ -5,8 +5,6 @@ import { webhookEventIdPattern, webhookEventTypes } from '../../shared/webhooks/
 
 // Webhook endpoints as a client manages its own (scope webhooks.manage).
 
-const isoTime = () => z.iso.datetime();
-
 /** The longest overlap of a rotated secret: a week. */
 export const maxOverlapSeconds = 7 * 24 * 3600;
 
@@ -86,7 +84,7 @@ export const replayBody = z
 
 export const replayFailedBody = z
   .strictObject({
-    since: isoTime().meta({ description: 'Events recorded at or after this time (ISO 8601 UTC).' }),
+    since: z.iso.datetime().meta({ description: 'Events recorded at or after this time (ISO 8601 UTC).' }),
   })
   .meta({ id: 'WebhookReplayFailed' });
 
@@ -108,7 +106,7 @@ export const endpointSchema = z
     events: z.array(z.string()).meta({ description: 'Subscribed types; ["all"]: every type.' }),
     status: z.enum(['Active', 'Disabled']),
     disabledReason: z.string().nullable(),
-    disabledAt: isoTime().nullable(),
+    disabledAt: z.iso.datetime().nullable(),
     consecutiveFailures: count().meta({ description: 'Failed attempts since the last success.' }),
     maxInFlight: z.number().int().min(1).meta({
       description:
@@ -123,24 +121,26 @@ export const endpointSchema = z
             'one delivery at a time goes out as a probe; a success closes the breaker, a failure opens it again for ' +
             'twice as long (30 s doubling to 15 min by default).',
         }),
-        openedAt: isoTime().nullable().meta({ description: 'When it opened (first of the opens in a row).' }),
-        nextProbeAt: isoTime()
+        openedAt: z.iso.datetime().nullable().meta({ description: 'When it opened (first of the opens in a row).' }),
+        nextProbeAt: z.iso
+          .datetime()
           .nullable()
           .meta({ description: 'When (Open) or since when (HalfOpen) a probe may go out.' }),
         opensInARow: count().meta({ description: 'Opens since the last success: the wait doubles with each.' }),
       })
       .meta({ id: 'WebhookEndpointBreaker', description: "The endpoint's circuit breaker." }),
-    lastSuccessAt: isoTime().nullable(),
-    lastFailureAt: isoTime().nullable(),
-    secretRotatedAt: isoTime().nullable(),
-    previousSecretValidUntil: isoTime()
+    lastSuccessAt: z.iso.datetime().nullable(),
+    lastFailureAt: z.iso.datetime().nullable(),
+    secretRotatedAt: z.iso.datetime().nullable(),
+    previousSecretValidUntil: z.iso
+      .datetime()
       .nullable()
       .meta({ description: 'While set, the previous secret signs too (a second signature).' }),
     deliveries: z
       .strictObject({ pending: count(), delivering: count(), succeeded: count(), failed: count() })
       .meta({ id: 'WebhookDeliveryCounts' }),
     failedAttempts: count(),
-    createdAt: isoTime(),
+    createdAt: z.iso.datetime(),
   })
   .meta({ id: 'WebhookEndpoint', description: 'An endpoint without its secret (shown only on create and rotate).' });
 
@@ -163,8 +163,8 @@ export const rotatedSecretSchema = z
   .strictObject({
     endpointId: z.uuid(),
     secret: secretSchema,
-    rotatedAt: isoTime(),
-    previousSecretValidUntil: isoTime().nullable(),
+    rotatedAt: z.iso.datetime(),
+    previousSecretValidUntil: z.iso.datetime().nullable(),
   })
   .meta({ id: 'WebhookSecretRotated' });
 
@@ -180,8 +180,8 @@ export const attemptSchema = z
     latencyMs: count(),
     error: z.string().nullable(),
     responseSnippet: z.string().nullable().meta({ description: 'The first 500 bytes of the response body.' }),
-    startedAt: isoTime(),
-    finishedAt: isoTime(),
+    startedAt: z.iso.datetime(),
+    finishedAt: z.iso.datetime(),
     deliveryStatus: z.enum(['Pending', 'Delivering', 'Succeeded', 'Failed']),
   })
   .meta({ id: 'WebhookAttempt' });

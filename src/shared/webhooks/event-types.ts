@@ -34,7 +34,6 @@ export function subscriptionOf(names: readonly string[]): WebhookEventType[] | '
 /** Event id: `evt_` + a ULID; also the webhook-id header, the same on every retry and replay. */
 export const webhookEventIdPattern = /^evt_[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 
-const isoTime = () => z.iso.datetime();
 const count = () => z.number().int().min(0);
 
 export const importJobEventDataSchema = z
@@ -54,8 +53,8 @@ export const importJobEventDataSchema = z
       })
       .meta({ id: 'WebhookImportJobCounts' }),
     failureReason: z.string().nullable().meta({ description: 'Why chunks failed (Failed, or CompletedWithErrors).' }),
-    createdAt: isoTime(),
-    completedAt: isoTime(),
+    createdAt: z.iso.datetime(),
+    completedAt: z.iso.datetime(),
   })
   .meta({
     id: 'WebhookImportJobData',
@@ -73,14 +72,14 @@ export const fieldJobCreatedDataSchema = z
     }),
     jobType: z.string(),
     title: z.string(),
-    createdAt: isoTime(),
+    createdAt: z.iso.datetime(),
   })
   .meta({ id: 'WebhookFieldJobCreatedData', description: 'The field job the jobs worker materialised.' });
 
 export const materialsRecordedDataSchema = workOrderMaterialUsageSchema
   .extend({
     status: z.enum(['Applied']).meta({ description: 'Applied: the stock movements are booked.' }),
-    appliedAt: isoTime(),
+    appliedAt: z.iso.datetime(),
   })
   .meta({
     id: 'WebhookMaterialsRecordedData',
@@ -97,7 +96,7 @@ export const appointmentStatusChangedDataSchema = z
     toStatus: z.string().meta({ description: 'The status after the change.' }),
     reason: z.string().nullable().meta({ description: 'Set for Rejected, Failed and Cancelled.' }),
     actor: z.enum(['client', 'system', 'back-office']),
-    changedAt: isoTime(),
+    changedAt: z.iso.datetime(),
   })
   .meta({
     id: 'WebhookAppointmentStatusChangedData',
@@ -139,7 +138,7 @@ export function webhookEnvelopeSchema<T extends WebhookEventType>(type: T) {
       id: z.string().regex(webhookEventIdPattern).meta({ description: 'evt_ + ULID; equals the webhook-id header.' }),
       type: z.literal(type),
       version: z.literal(webhookEventVersion),
-      timestamp: isoTime().meta({ description: 'When the state change happened (UTC).' }),
+      timestamp: z.iso.datetime().meta({ description: 'When the state change happened (UTC).' }),
       tenantId: z.uuid(),
       clientId: z.uuid().meta({ description: 'The Integration Client the event belongs to (its endpoints get it).' }),
       data: webhookEventDataSchemas[type],
