@@ -37,10 +37,10 @@ export function uuidArg(value: string, flag: string): string {
   return value.toLowerCase();
 }
 
-/** Tenant and client names: 1 to 200 characters after trimming (the schema's CHECK). */
-export function nameArg(value: string, flag = 'name'): string {
+/** Names and other short texts: 1 to max characters after trimming (tenant and client names: the schema's CHECK). */
+export function nameArg(value: string, flag = 'name', max = 200): string {
   const name = value.trim();
-  if (name.length < 1 || name.length > 200) throw new AdminError(`--${flag} must be 1 to 200 characters`);
+  if (name.length < 1 || name.length > max) throw new AdminError(`--${flag} must be 1 to ${max} characters`);
   return name;
 }
 

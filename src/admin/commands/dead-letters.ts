@@ -1,7 +1,17 @@
 import { userInfo } from 'node:os';
 import { createDeadLetters, type DeadLetterFilter, type DeadLetters } from '../../shared/dead-letters/dead-letters.js';
 import { deadLetterKindNames } from '../../shared/dead-letters/kinds.js';
-import { AdminError, UsageError, commaList, limitArg, parseOptions, required, timestampArg, uuidArg } from '../args.js';
+import {
+  AdminError,
+  UsageError,
+  commaList,
+  limitArg,
+  nameArg,
+  parseOptions,
+  required,
+  timestampArg,
+  uuidArg,
+} from '../args.js';
 import type { Command, Context } from '../command.js';
 
 // Dead letters (docs/operations.md#dead-letters): what the workers gave up on, by kind. These
@@ -58,20 +68,14 @@ const filterSynopsis =
 type FilterValues = { [K in keyof typeof filterOptions]?: string };
 
 function filterOf(v: FilterValues): DeadLetterFilter {
-  const record = v.record?.trim();
-  if (record !== undefined && (record.length === 0 || record.length > 100))
-    throw new AdminError('--record must be 1 to 100 characters');
-  const errorClass = v['error-class']?.trim();
-  if (errorClass !== undefined && (errorClass.length === 0 || errorClass.length > 100))
-    throw new AdminError('--error-class must be 1 to 100 characters');
   const f: DeadLetterFilter = {
     kinds: kindsArg(v.kind),
     tenantId: v.tenant === undefined ? undefined : uuidArg(v.tenant, 'tenant'),
     clientId: v.client === undefined ? undefined : uuidArg(v.client, 'client'),
-    recordId: record,
+    recordId: v.record === undefined ? undefined : nameArg(v.record, 'record', 100),
     since: v.since === undefined ? undefined : timestampArg(v.since, 'since'),
     until: v.until === undefined ? undefined : timestampArg(v.until, 'until'),
-    errorClass,
+    errorClass: v['error-class'] === undefined ? undefined : nameArg(v['error-class'], 'error-class', 100),
   };
   if (f.since && f.until && f.since >= f.until) throw new AdminError('--since must be before --until');
   return f;
@@ -131,11 +135,7 @@ function accountName(): string | null {
  * run without any name asks for --operator (a missing option: exit 2).
  */
 function operatorArg(value: string | undefined, execute: boolean): string {
-  if (value !== undefined) {
-    const name = value.trim();
-    if (name.length < 1 || name.length > 200) throw new AdminError('--operator must be 1 to 200 characters');
-    return name;
-  }
+  if (value !== undefined) return nameArg(value, 'operator');
   const name = accountName()?.slice(0, 200) ?? null;
   if (name) return name;
   if (execute)
