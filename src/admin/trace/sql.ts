@@ -15,16 +15,13 @@ export const importJobChunks = `
   SELECT chunk_index, applied_count, failed_count, done_at AS handled_at, ${stamp}
     FROM import_job_chunks WHERE import_job_id = $1 ORDER BY chunk_index`;
 
-/**
- * Where a kind's record lives: its table, id column, and expressions of its status, failure reason
- * and when a worker handled it (rows from before migration 0015 have only their own timestamps).
- */
-export type RecordTable = { table: string; idColumn: string; status: string; reason: string; handledAt: string };
+/** Where a kind's record lives: its table, id column, and expressions of its status and failure reason. */
+export type RecordTable = { table: string; idColumn: string; status: string; reason: string };
 
 /** A record that one message carries (field job, material usage, appointment request). */
 export const singleMessageRecord = (r: RecordTable) => `
   SELECT r.${r.idColumn}::text AS id, r.tenant_id, r.client_id, c.name AS client_name, ${r.status} AS status,
-         ${r.reason} AS reason, r.created_at, ${r.handledAt} AS handled_at, ${stamp}
+         ${r.reason} AS reason, r.created_at, r.handled_at, ${stamp}
     FROM ${r.table} r JOIN integration_clients c ON c.id = r.client_id
    WHERE r.${r.idColumn} = $1`;
 

@@ -88,7 +88,6 @@ const kinds: Record<TraceKind, { events: WebhookEventType[]; dataKey: string; re
       idColumn: 'field_job_id',
       status: `CASE WHEN materialized_at IS NOT NULL THEN 'Materialized' WHEN failed_at IS NOT NULL THEN 'Failed' ELSE 'Pending' END`,
       reason: 'failure_reason',
-      handledAt: 'coalesce(handled_at, materialized_at, failed_at)',
     },
   },
   'material-usage': {
@@ -99,7 +98,6 @@ const kinds: Record<TraceKind, { events: WebhookEventType[]; dataKey: string; re
       idColumn: 'id',
       status: 'status',
       reason: 'failure_reason',
-      handledAt: 'coalesce(handled_at, applied_at)',
     },
   },
   appointment: {
@@ -110,7 +108,6 @@ const kinds: Record<TraceKind, { events: WebhookEventType[]; dataKey: string; re
       idColumn: 'id',
       status: 'status',
       reason: 'status_reason',
-      handledAt: 'handled_at',
     },
   },
 };
