@@ -2,11 +2,11 @@ import type { Context } from 'koa';
 
 // Responses are JSON text; Accept chooses only the media type label
 // (application/json by default, text/json or text/plain when asked for).
-const offered = ['application/json', 'text/json', 'text/plain'] as const;
+export const jsonMediaTypes = ['application/json', 'text/json', 'text/plain'] as const;
 
 /** The label Accept asks for among those the route documents (default: the JSON trio). */
-export function responseMediaType(ctx: Context, documented: readonly string[] = offered): string {
-  const mine = offered.filter((t) => documented.includes(t));
+export function responseMediaType(ctx: Context, documented: readonly string[] = jsonMediaTypes): string {
+  const mine = jsonMediaTypes.filter((t) => documented.includes(t));
   const chosen = mine.length > 0 ? ctx.accepts(...mine) : false;
   return typeof chosen === 'string' ? chosen : 'application/json';
 }

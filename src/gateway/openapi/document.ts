@@ -7,6 +7,7 @@ import { webhookOperations, webhooksDescription } from '../../shared/webhooks/op
 import { scopeOf } from '../auth/route-scopes.js';
 import { acceptedRequestMediaTypes } from '../http/body.js';
 import { connectErrorSchema, standardErrorSchema } from '../http/error-shapes.js';
+import { jsonMediaTypes } from '../http/negotiate.js';
 import { jwksPath, tokenPath } from '../oauth/routes.js';
 import { tokenScopeDescriptions } from '../oauth/scopes.js';
 import { windowSeconds } from '../rate-limit/rate-limiter.js';
@@ -27,8 +28,6 @@ export type DocumentLimits = {
   refusedBodyDrain: { maxBytes: number; maxMs: number };
   topicPartitions: number;
 };
-
-const jsonMediaTypes = ['application/json', 'text/json', 'text/plain'] as const;
 
 /** The description of each tag our operations carry (test/integration/openapi-clients.test.ts checks all have one). */
 const tagDescriptions: Record<string, string> = {
