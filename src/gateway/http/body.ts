@@ -126,13 +126,9 @@ function checkMediaType(ctx: Context, mediaTypes: readonly string[]): void {
  * The body's bytes, unparsed, for routes that parse it themselves (off the event loop): 415, 413
  * and 408 as readJsonBody; an absent body is an empty buffer.
  */
-export async function readRawBody(
-  ctx: Context,
-  limits: BodyLimits,
-  mediaTypes: readonly string[] = acceptedRequestMediaTypes,
-): Promise<Buffer> {
+export async function readRawBody(ctx: Context, limits: BodyLimits): Promise<Buffer> {
   if (!hasBody(ctx)) return Buffer.alloc(0);
-  checkMediaType(ctx, mediaTypes);
+  checkMediaType(ctx, acceptedRequestMediaTypes);
   return readBytes(ctx, limits);
 }
 
