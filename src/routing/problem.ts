@@ -5,6 +5,7 @@ import { buildDistanceMatrix, haversineKm } from './geo.js';
 import { parseClock } from './time.js';
 import type { GeoPoint, RouteSuggestionInput, UnplacedReason } from './types.js';
 
+/** A draft's average speed when its input names none. */
 export const defaultAverageSpeedKmh = 40;
 /** The distance matrix grows with the square: 5,000 targets is 200 MB. */
 export const maxTargets = 5_000;
@@ -128,7 +129,8 @@ export function buildProblem(input: RouteSuggestionInput): Problem {
     const field = `targets[${index}]`;
     if (typeof t?.externalId !== 'string') throw new RouteInputError(`${field}.externalId must be a string`);
     // The output names targets by externalId only.
-    if (ids.has(t.externalId)) throw new RouteInputError(`${field}.externalId ${JSON.stringify(t.externalId)} is not unique`);
+    if (ids.has(t.externalId))
+      throw new RouteInputError(`${field}.externalId ${JSON.stringify(t.externalId)} is not unique`);
     ids.add(t.externalId);
     if (typeof t.serviceMinutes !== 'number' || !Number.isFinite(t.serviceMinutes) || t.serviceMinutes < 0) {
       throw new RouteInputError(`${field}.serviceMinutes must be a non-negative number`);

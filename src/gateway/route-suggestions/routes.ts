@@ -1,19 +1,25 @@
 import type { Config } from '../../shared/config.js';
 import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { AppError, notFound } from '../../shared/errors.js';
-import { defaultServiceMinutes, isTimeZone, maxTargets, RouteInputError } from '../../routing/index.js';
+import {
+  defaultAverageSpeedKmh,
+  defaultServiceMinutes,
+  isTimeZone,
+  maxTargets,
+  RouteInputError,
+} from '../../routing/index.js';
 import { importJobIdParamsSchema } from '../import-jobs/schemas.js';
 import { JsonText } from '../http/negotiate.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import { createRouteSuggestionSchema, routeSuggestionSchema, suggestionIdParamsSchema } from './schemas.js';
-import { defaultSpeedKmh, findSuggestion } from './store.js';
+import { findSuggestion } from './store.js';
 import { createRouteSuggestion } from './suggest.js';
 import type { MemoryBudget } from '../memory/memory-budget.js';
 
 const method =
   `Targets are those whose current data came from the import job (a target later overwritten by another job ` +
   `belongs to that job). Distances are great-circle; driving time = distance / averageSpeedKmh (default ` +
-  `${defaultSpeedKmh} km/h). A target without serviceDurationMinutes takes ${defaultServiceMinutes} min. Target ` +
+  `${defaultAverageSpeedKmh} km/h). A target without serviceDurationMinutes takes ${defaultServiceMinutes} min. Target ` +
   `time windows are converted to the plan's time zone and clipped to the day; a target whose windows all lie on ` +
   `other days is unplaced (OutsideTimeWindows). Heuristic: sweep clustering, time-window-aware cheapest ` +
   `insertion, 2-opt and or-opt; deterministic for the same input. A job of more than ${maxTargets} targets is ` +

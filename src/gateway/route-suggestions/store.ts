@@ -1,4 +1,4 @@
-import type { DraftDocument } from '../../routing/index.js';
+import { defaultAverageSpeedKmh, type DraftDocument } from '../../routing/index.js';
 import type { TenantTx } from '../../shared/db/tenant-scope.js';
 import type { CreateRouteSuggestion, RouteSuggestionDto } from './schemas.js';
 
@@ -88,13 +88,10 @@ export async function findSuggestion(tx: TenantTx, clientId: string, id: string)
     date: r.request.date,
     timeZone: r.request.timeZone ?? 'UTC',
     vehicles: r.request.vehicles,
-    averageSpeedKmh: r.request.averageSpeedKmh ?? defaultSpeedKmh,
+    averageSpeedKmh: r.request.averageSpeedKmh ?? defaultAverageSpeedKmh,
   };
   return answerJson(header, r.result);
 }
-
-/** A draft's average speed when its request names none. */
-export const defaultSpeedKmh = 40;
 
 /** The answer's members before the worker's document: what only the gateway knows, or takes from
  *  the request. Stored as columns and the request, the document as `result`. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   checkTargetCount,
+  defaultAverageSpeedKmh,
   maxTargets,
   RouteInputError,
   runRouteSuggestionInWorker,
@@ -14,7 +15,6 @@ import type { AuthenticatedClient } from '../auth/authenticate.js';
 import type { CreateRouteSuggestion } from './schemas.js';
 import {
   answerJson,
-  defaultSpeedKmh,
   findJobStatus,
   insertSuggestion,
   jobTargetCounts,
@@ -74,7 +74,7 @@ export async function createRouteSuggestion(
   client: AuthenticatedClient,
   importJobId: string,
   req: CreateRouteSuggestion,
-  budget: DraftBudget = { ms: 30_000 },
+  budget: DraftBudget,
 ): Promise<string> {
   const status = await pool.run(client.tenantId, (tx) => findJobStatus(tx, client.clientId, importJobId));
   if (!status) throw notFound(`Import job ${importJobId}`);
@@ -113,7 +113,7 @@ async function computeAndStore(
     vehicles: req.vehicles,
     shift: req.shift,
     ...(req.maxStopsPerRoute ? { maxStopsPerRoute: req.maxStopsPerRoute } : {}),
-    averageSpeedKmh: req.averageSpeedKmh ?? defaultSpeedKmh,
+    averageSpeedKmh: req.averageSpeedKmh ?? defaultAverageSpeedKmh,
     targetsJson: await pool.run(client.tenantId, (tx) => jobTargetsJson(tx, client.tenantId, importJobId)),
   };
   const answer = await computeWithinBudget(input, budget, targets);
@@ -134,7 +134,7 @@ async function computeAndStore(
     date: req.date,
     timeZone,
     vehicles: req.vehicles,
-    averageSpeedKmh: req.averageSpeedKmh ?? defaultSpeedKmh,
+    averageSpeedKmh: req.averageSpeedKmh ?? defaultAverageSpeedKmh,
   };
   await pool.run(client.tenantId, (tx) =>
     insertSuggestion(tx, {
