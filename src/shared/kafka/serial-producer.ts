@@ -16,6 +16,7 @@
 //
 // A send still queued when its deadline passes is never made: its caller has been answered.
 import { Partitioners, type Kafka, type Message, type Producer, type ProducerRecord } from 'kafkajs';
+import { memoConnect } from './memo-connect.js';
 import { partitionOf } from './partitions.js';
 
 /**
@@ -74,17 +75,11 @@ export function createSerialProducer(
   onReplaced?: (reason: unknown) => void,
 ): SerialProducer {
   let producer = newProducer();
-  let connected: Promise<void> | null = null;
+  let connect = memoConnect(() => producer.connect()); // made anew for each producer
   let closed = false;
   const inFlight = new Map<Producer, number>([[producer, 0]]);
   const queues = new Map<string, Queued[]>(); // topic/partition → sends waiting
   const busy = new Set<string>(); // topic/partition with a send in progress
-
-  const connect = () =>
-    (connected ??= producer.connect().catch((err: unknown) => {
-      connected = null; // the next send tries again
-      throw err;
-    }));
 
   const disconnectIfIdle = (p: Producer) => {
     if (p === producer || (inFlight.get(p) ?? 0) > 0) return;
@@ -96,7 +91,7 @@ export function createSerialProducer(
     const old = producer;
     producer = newProducer();
     inFlight.set(producer, 0);
-    connected = null;
+    connect = memoConnect(() => producer.connect());
     disconnectIfIdle(old);
     onReplaced?.(reason);
   };
