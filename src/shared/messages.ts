@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { OutboundMessage } from './kafka/message-bus.js';
 
 // The versioned envelope every Kafka message of ours carries. `type` + `version` select the
 // payload schema; the ids assigned at the edge travel with it, so workers never invent ids.
@@ -40,4 +41,11 @@ export const messageHeaders = (type: string, version: number, tenantId: string):
   'message-type': type,
   'message-version': String(version),
   [tenantHeader]: tenantId,
+});
+
+/** A message whose value is its envelope as JSON, with the headers its envelope names. */
+export const jsonMessage = <P>(key: string, e: Envelope<P>): OutboundMessage => ({
+  key,
+  value: JSON.stringify(e),
+  headers: messageHeaders(e.type, e.version, e.tenantId),
 });

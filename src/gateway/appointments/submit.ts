@@ -8,7 +8,7 @@ import {
 import { appendHistory } from '../../shared/appointments/transitions-sql.js';
 import { AppError } from '../../shared/errors.js';
 import { topicNames } from '../../shared/kafka/topics.js';
-import { envelope, messageHeaders } from '../../shared/messages.js';
+import { envelope, jsonMessage } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { contentFingerprint } from '../http/fingerprint.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
@@ -61,13 +61,7 @@ export function submitAppointmentRequest(
       produce: {
         topic: topicNames(deps.config.kafka).appointments,
         recordId: id,
-        messages: [
-          {
-            key: id,
-            value: JSON.stringify(envelope(submittedMessageType, submittedMessageVersion, meta, payload)),
-            headers: messageHeaders(submittedMessageType, submittedMessageVersion, meta.tenantId),
-          },
-        ],
+        messages: [jsonMessage(id, envelope(submittedMessageType, submittedMessageVersion, meta, payload))],
       },
     };
   });

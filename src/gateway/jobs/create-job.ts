@@ -4,7 +4,7 @@ import { AppError, unavailable, type FieldErrors } from '../../shared/errors.js'
 import { jobMessageType, jobMessageVersion, type JobPayload } from '../../shared/jobs/job-message.js';
 import type { CreateJobRequest } from '../../shared/jobs/job.js';
 import { topicNames } from '../../shared/kafka/topics.js';
-import { envelope, messageHeaders } from '../../shared/messages.js';
+import { envelope, jsonMessage } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type EdgeWrite, type WriteDeps } from '../edge/record-then-produce.js';
 import {
@@ -118,24 +118,13 @@ export async function createJob(
       request: body,
     });
     const payload: JobPayload = { fieldJobId, jobNumber, request: body };
-    const message = envelope(
-      jobMessageType,
-      jobMessageVersion,
-      { tenantId: client.tenantId, clientId: client.clientId, ...ids },
-      payload,
-    );
+    const meta = { tenantId: client.tenantId, clientId: client.clientId, ...ids };
     return {
       result: answer(201, { fieldJobId, jobNumber, status: 'Created' }),
       produce: {
         topic: topicNames(deps.config.kafka).jobs,
         recordId: fieldJobId,
-        messages: [
-          {
-            key: fieldJobId,
-            value: JSON.stringify(message),
-            headers: messageHeaders(jobMessageType, jobMessageVersion, client.tenantId),
-          },
-        ],
+        messages: [jsonMessage(fieldJobId, envelope(jobMessageType, jobMessageVersion, meta, payload))],
       },
     };
   });

@@ -5,7 +5,7 @@ import { topicNames } from '../../shared/kafka/topics.js';
 import { quantityDecimals } from '../../shared/materials/usage.js';
 import { loadUsages, type WorkOrderMaterialUsageDto } from '../../shared/materials/usage-record.js';
 import { usageMessageType, usageMessageVersion, type UsagePayload } from '../../shared/materials/usage-message.js';
-import { envelope, messageHeaders } from '../../shared/messages.js';
+import { envelope, jsonMessage } from '../../shared/messages.js';
 import type { AuthenticatedClient } from '../auth/authenticate.js';
 import { recordThenProduce, type WriteDeps } from '../edge/record-then-produce.js';
 import { contentFingerprint } from '../http/fingerprint.js';
@@ -171,13 +171,7 @@ export function recordMaterialUsage(
       produce: {
         topic: topicNames(deps.config.kafka).workOrderMaterials,
         recordId: usageId,
-        messages: [
-          {
-            key: String(workOrder.id),
-            value: JSON.stringify(envelope(usageMessageType, usageMessageVersion, meta, payload)),
-            headers: messageHeaders(usageMessageType, usageMessageVersion, meta.tenantId),
-          },
-        ],
+        messages: [jsonMessage(String(workOrder.id), envelope(usageMessageType, usageMessageVersion, meta, payload))],
       },
     };
   });
