@@ -162,14 +162,9 @@ export class AppError extends Error {
 
 export const notFound = (what: string) => new AppError('resource_not_found', `${what} was not found.`);
 
-export const unavailable = (what: string, retryAfterSeconds = 5) =>
-  new AppError(
-    'service_unavailable',
-    `${what} is unavailable; nothing was accepted. Retry later.`,
-    null,
-    null,
-    retryAfterSeconds,
-  );
+/** 503 service_unavailable: a dependency cannot take the work; a retry after 5 s may succeed. */
+export const unavailable = (what: string) =>
+  new AppError('service_unavailable', `${what} is unavailable; nothing was accepted. Retry later.`, null, null, 5);
 
 /** 503 service_busy: more work than capacity, the dependencies answer. */
 export const busy = (what: string) =>

@@ -31,9 +31,6 @@ export type EdgeWrite<T> = {
   produce?: { topic: string; messages: OutboundMessage[]; recordId: string };
 };
 
-/** Seconds a client should wait before retrying a write refused because Kafka is unreachable. */
-const kafkaRetryAfterSeconds = 5;
-
 /**
  * The edge ledger's one write pattern: record the edge rows and produce the work in ONE
  * PostgreSQL transaction that commits only after Kafka acknowledged (acks=all). The transaction
@@ -57,7 +54,7 @@ export async function recordThenProduce<T>(
   tenantId: string,
   write: (tx: TenantTx) => Promise<EdgeWrite<T>>,
 ): Promise<T> {
-  if (!deps.bus.available()) throw unavailable('Kafka', kafkaRetryAfterSeconds);
+  if (!deps.bus.available()) throw unavailable('Kafka');
   const transactions = edgeTransactionsOf(deps.edgePool);
   const waitStarted = performance.now();
   let tx: TenantTx;
@@ -85,7 +82,7 @@ export async function recordThenProduce<T>(
     return result;
   } catch (err) {
     broken = await abandonTransaction(tx, err); // e.g. 25006: a read-only old primary is not kept in the pool
-    if (phase === 'kafka') throw unavailable('Kafka', kafkaRetryAfterSeconds);
+    if (phase === 'kafka') throw unavailable('Kafka');
     if (isPostgresUnavailable(err)) throw unavailable('PostgreSQL');
     throw err;
   } finally {
@@ -101,7 +98,7 @@ function noConnection(deps: Pick<WriteDeps, 'edgePool' | 'bus'>, waitStarted: nu
     max: deps.edgePool.max,
     ...edgeTransactionsOf(deps.edgePool).snapshot(waitStarted),
   });
-  if (cause === 'Kafka') return unavailable('Kafka', kafkaRetryAfterSeconds);
+  if (cause === 'Kafka') return unavailable('Kafka');
   if (cause === 'PostgreSQL') return unavailable('PostgreSQL');
   return busy('Every write connection of the gateway is in use');
 }

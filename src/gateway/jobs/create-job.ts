@@ -94,7 +94,7 @@ export async function createJob(
     if (Object.keys(errors).length > 0) {
       throw new AppError('unprocessable', 'The job cannot be created as requested.', errors);
     }
-    if (!deps.bus.available()) throw unavailable('Kafka', 5); // before a number is spent
+    if (!deps.bus.available()) throw unavailable('Kafka'); // before a number is spent
     jobNumber = await deps.tenantPool.run(client.tenantId, (tx) => nextJobNumber(tx, client.tenantId));
   }
 
