@@ -6,10 +6,11 @@ import { chunkMessages, cutIntoChunks } from '../../src/gateway/inbound/chunks.j
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import type { TargetFields } from '../../src/shared/inbound/target-schema.js';
 import type { InboundMessage } from '../../src/shared/kafka/bus.js';
-import { applyChunk, type ChunkOutcome } from '../../src/workers/inbound/apply-chunk.js';
+import { applyChunk } from '../../src/workers/inbound/apply-chunk.js';
 import { CopyFirstPolicy } from '../../src/workers/inbound/copy-first.js';
 import { decodeChunk } from '../../src/workers/inbound/decode-chunk.js';
 import { PermanentMessageError } from '../../src/workers/permanent-error.js';
+import type { InboundChunkOutcome } from '../../src/workers/worker-metrics.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { createDemo, insertImportJob, type Demo } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
@@ -187,7 +188,7 @@ describe("chunks (COPY rows) store what the targets' JSON says", () => {
     });
     const job = await newJob();
     const policy = new CopyFirstPolicy();
-    const outcomes: ChunkOutcome[] = [];
+    const outcomes: InboundChunkOutcome[] = [];
     for (const chunk of decodedChunks(job, 'copied', targets, 8_000))
       outcomes.push(await applyChunk({ pool, chunk, wait: present, stamp, copyFirst: policy }));
     await pool.query('DELETE FROM import_job_chunks WHERE import_job_id = $1', [job]);
@@ -301,7 +302,7 @@ describe('a chunk that is not all new goes through the staging table and upsert'
     heldId: string,
     whileWaiting: (holder: pg.PoolClient) => Promise<void>,
     applyPool = pool,
-  ): Promise<ChunkOutcome> {
+  ): Promise<InboundChunkOutcome> {
     const holder = await pool.connect();
     try {
       await holder.query('BEGIN');

@@ -23,9 +23,6 @@ import {
   upsertStagedTargets,
 } from './sql.js';
 
-/** What applying a chunk did (see InboundChunkOutcome; counted in worker_inbound_chunks_total). */
-export type ChunkOutcome = InboundChunkOutcome;
-
 /** One per worker process: what it learnt about which sources send new targets. */
 const processCopyFirst = new CopyFirstPolicy();
 type CopyFirst = Pick<CopyFirstPolicy, 'shouldTry' | 'missed'>;
@@ -44,7 +41,7 @@ type CopyFirst = Pick<CopyFirstPolicy, 'shouldTry' | 'missed'>;
  */
 export async function applyChunk(
   args: ApplyArgs & { chunk: ChunkToApply; copyFirst?: CopyFirst; revive?: FailedChunk | null },
-): Promise<ChunkOutcome> {
+): Promise<InboundChunkOutcome> {
   const { pool, chunk, wait, stamp, copyFirst = processCopyFirst, revive = null } = args;
   const { header, itemCount } = chunk;
   const { importJobId, chunkIndex, sourceSystem } = header.payload;
@@ -60,7 +57,7 @@ export async function applyChunk(
       await tx.query(countDuplicateChunk, [importJobId, chunkIndex]);
       return 'duplicate';
     }
-    let outcome: ChunkOutcome = 'upserted';
+    let outcome: InboundChunkOutcome = 'upserted';
     if (copyFirst.shouldTry(header.tenantId, sourceSystem) && (await copyNewTargetsIn(tx, chunk, copyFirst))) {
       outcome = 'copied';
     } else {
