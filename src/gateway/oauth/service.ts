@@ -6,12 +6,11 @@ import type { KeyRecords } from '../auth/key-records.js';
 import type { RouteDefinition } from '../routes/route-definition.js';
 import { createAccessTokenAuthenticator } from './access-token-authenticator.js';
 import { oauthRoutes } from './routes.js';
-import { createSigningKeys, type SigningKeys } from './signing-keys.js';
+import { createSigningKeys } from './signing-keys.js';
 import { createTokenIssuer } from './token-issuer.js';
 import { createTokenThrottle } from './token-throttle.js';
 
 export type OAuth = {
-  keys: SigningKeys;
   /** Authenticates `Authorization: Bearer <access token>` on accessToken routes. */
   authenticate: Authenticator;
   routes(): RouteDefinition[];
@@ -36,7 +35,6 @@ export function createOAuth(deps: {
   const throttle = createTokenThrottle(config.oauth);
   const issue = createTokenIssuer(deps.keyRecords, keys, config, throttle);
   return {
-    keys,
     authenticate: createAccessTokenAuthenticator(pool, keys, config),
     routes: () => oauthRoutes({ issue, keys, throttle }, config.oauth),
   };
