@@ -1,21 +1,22 @@
 // The thread side of producer-thread.ts: one kafkajs producer, configured as the bus's own
 // (idempotent, acks=-1, one request in flight), whose encoding, checksums and socket writes of
-// large sends happen here instead of on the gateway's event loop. Log lines and errors go back
-// to the owning thread as data.
-import { parentPort, workerData } from 'node:worker_threads';
+// large sends happen here instead of on the gateway's event loop. Log lines go back to the
+// owning thread as data.
+import { parentPort } from 'node:worker_threads';
 import { Kafka, logLevel } from 'kafkajs';
 import { startBulkThread } from '../bulk-thread.js';
-import type { SendReply, SendRequest, SerialisedError, ThreadLog } from './producer-thread.js';
+import { threadData, threadTask, toThreadError } from '../threads.js';
+import type { ProducerTask, ThreadConfig, ThreadLog } from './producer-thread.js';
 import { memoConnect } from './memo-connect.js';
 import { partitionCounts } from './partitions.js';
 import { createSerialProducer, durableProducer } from './serial-producer.js';
-import { kafkaClientOptions, type KafkaSecurity } from './client-security.js';
+import { kafkaClientOptions } from './client-security.js';
 import { ourLevel } from './kafkajs-logging.js';
 
 startBulkThread('kafka-producer');
 
-const { brokers, clientId, security } = workerData as { brokers: string[]; clientId: string; security: KafkaSecurity };
-const port = parentPort!;
+const { brokers, clientId, security } = threadData<ThreadConfig>();
+const postLog = (log: ThreadLog) => parentPort!.postMessage({ log });
 
 const kafka = new Kafka({
   clientId,
@@ -26,9 +27,7 @@ const kafka = new Kafka({
     () =>
     ({ level, log }) => {
       const { message, ...extra } = log;
-      port.postMessage({ log: { level: ourLevel(level, message, extra), message, extra } } satisfies {
-        log: ThreadLog;
-      });
+      postLog({ level: ourLevel(level, message, extra), message, extra });
     },
 });
 const admin = kafka.admin();
@@ -39,46 +38,28 @@ const producer = createSerialProducer(
   () => durableProducer(kafka),
   partitionCounts(() => connectAdmin().then(() => admin)),
   (err) =>
-    port.postMessage({
-      log: {
-        level: 'warn',
-        message: 'kafka producer replaced after a send it gave up on',
-        extra: { err: serialise(err) },
-      },
-    } satisfies { log: ThreadLog }),
+    postLog({
+      level: 'warn',
+      message: 'kafka producer replaced after a send it gave up on',
+      extra: { err: toThreadError(err) },
+    }),
 );
 
 /** A transferred Buffer arrives as a plain Uint8Array: view it as a Buffer without copying. */
 const asBuffer = (value: string | Uint8Array) =>
   typeof value === 'string' ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 
-/** What the owner needs to classify a failure (name, retriable, message), down the cause chain. */
-function serialise(err: unknown, depth = 0): SerialisedError {
-  const e = err as { name?: unknown; message?: unknown; retriable?: unknown; cause?: unknown } | null;
-  return {
-    name: typeof e?.name === 'string' ? e.name : 'Error',
-    message: typeof e?.message === 'string' ? e.message : String(err),
-    retriable: e?.retriable === true,
-    cause: e?.cause && depth < 4 ? serialise(e.cause, depth + 1) : undefined,
-  };
-}
-
-port.on('message', (req: SendRequest | 'close') => {
-  if (req === 'close') {
-    void Promise.allSettled([producer.close(), admin.disconnect()]).then(() => port.close());
+export default threadTask(async (task: ProducerTask): Promise<void> => {
+  if (task.op === 'close') {
+    await Promise.allSettled([producer.close(), admin.disconnect()]);
     return;
   }
-  producer
-    .send(
-      {
-        topic: req.topic,
-        acks: -1,
-        messages: req.messages.map((m) => ({ key: m.key, value: asBuffer(m.value), headers: m.headers })),
-      },
-      req.deadline,
-    )
-    .then(
-      () => port.postMessage({ id: req.id } satisfies SendReply),
-      (err: unknown) => port.postMessage({ id: req.id, error: serialise(err) } satisfies SendReply),
-    );
+  await producer.send(
+    {
+      topic: task.topic,
+      acks: -1,
+      messages: task.messages.map((m) => ({ key: m.key, value: asBuffer(m.value), headers: m.headers })),
+    },
+    task.deadline,
+  );
 });
