@@ -1,6 +1,4 @@
 import { AppError } from '../../shared/errors.js';
-import { checkTarget } from './target-check.js';
-import { targetItemSchema } from '../../shared/inbound/target-schema.js';
 import { bodyFingerprint } from '../http/fingerprint.js';
 import { parseJsonBytes, unstorableByItem } from '../http/json-text.js';
 import { parseOrThrow } from '../http/validate.js';
@@ -43,7 +41,7 @@ export function prepareBatch(bytes: Uint8Array, limits: BatchLimits): PreparedBa
     );
   }
   const batch = parseOrThrow(batchEnvelopeSchema, raw, 'body');
-  const targets = validateTargets(batch.targets, targetItemSchema, 'targets', items, checkTarget);
+  const targets = validateTargets(batch.targets, items);
   return {
     sourceSystem: batch.sourceSystem,
     externalBatchId: batch.externalBatchId ?? null,

@@ -1,8 +1,8 @@
-import type { z } from 'zod';
 import { AppError, type FieldErrors } from '../../shared/errors.js';
 import { unstorableReason, type TextProblem } from '../http/storable.js';
 import { maxStoredItemErrors, type ItemError } from '../../shared/inbound/import-job.js';
-import type { TargetFields } from '../../shared/inbound/target-schema.js';
+import { targetItemSchema, type TargetFields } from '../../shared/inbound/target-schema.js';
+import { checkTarget } from './target-check.js';
 import { fieldName, toFieldErrors } from '../http/validate.js';
 
 export type ValidatedTargets = {
@@ -20,11 +20,9 @@ export type ValidatedTargets = {
  */
 export function validateTargets(
   items: readonly unknown[],
-  schema: z.ZodType<TargetFields>,
-  root: string,
   unstorable: ReadonlyMap<number, TextProblem[]> = new Map(),
-  /** schema's verdict for what it is sure of (its output), undefined to let schema decide. */
-  fast: (item: unknown) => TargetFields | undefined = () => undefined,
+  /** target-check.ts's verdict on what it is sure of; `() => undefined` leaves every target to zod. */
+  fast: (item: unknown) => TargetFields | undefined = checkTarget,
 ): ValidatedTargets {
   const out: ValidatedTargets = { accepted: [], rejectedCount: 0, errors: [], errorsOmitted: 0 };
   const fieldErrors: Record<string, string[]> = {};
@@ -35,7 +33,7 @@ export function validateTargets(
       out.accepted.push({ index, target: sure });
       return;
     }
-    const parsed = textProblems ? null : schema.safeParse(item);
+    const parsed = textProblems ? null : targetItemSchema.safeParse(item);
     if (parsed?.success) {
       out.accepted.push({ index, target: parsed.data });
       return;
@@ -51,7 +49,7 @@ export function validateTargets(
         if (out.errors.length < maxStoredItemErrors)
           out.errors.push({ index, externalId, field: field || null, message });
         else out.errorsOmitted++;
-        const path = field ? `${root}${fieldName([index])}.${field}` : `${root}${fieldName([index])}`;
+        const path = field ? `targets${fieldName([index])}.${field}` : `targets${fieldName([index])}`;
         if (Object.keys(fieldErrors).length < maxStoredItemErrors) (fieldErrors[path] ??= []).push(message);
       }
     }
