@@ -91,75 +91,81 @@ const jobCount = async () =>
   );
 
 describe('connect-push', () => {
-  it('pushes 100,000 targets, killed midway and run again: each valid target stored once, each reject listed', async () => {
-    const started = Date.now();
-    const expectedBatches = Math.ceil(total / batchTargets);
-    const first = runUploader();
-    // Kill it once a fifth of the batches are recorded: mid-file, with batches in flight.
-    const atKill = await eventually(
-      async () => {
-        const n = await jobCount();
-        return n >= expectedBatches / 5 ? n : undefined;
-      },
-      scaled(120_000), // 6 s alone
-      'the first run to record a fifth of the batches',
-    );
-    first.child.kill('SIGKILL');
-    expect(await first.exit).toEqual({ code: null, signal: 'SIGKILL' });
-    const recordedAtKill = await jobCount();
-    expect(recordedAtKill, `first run: ${first.stdout()}`).toBeLessThan(expectedBatches);
-    console.log(
-      `connect-push e2e: killed after ${((Date.now() - started) / 1000).toFixed(1)} s, ${atKill}-${recordedAtKill} of ${expectedBatches} batches recorded`,
-    );
+  it(
+    'pushes 100,000 targets, killed midway and run again: each valid target stored once, each reject listed',
+    async () => {
+      const started = Date.now();
+      const expectedBatches = Math.ceil(total / batchTargets);
+      const first = runUploader();
+      // Kill it once a fifth of the batches are recorded: mid-file, with batches in flight.
+      const atKill = await eventually(
+        async () => {
+          const n = await jobCount();
+          return n >= expectedBatches / 5 ? n : undefined;
+        },
+        scaled(120_000), // 6 s alone
+        'the first run to record a fifth of the batches',
+      );
+      first.child.kill('SIGKILL');
+      expect(await first.exit).toEqual({ code: null, signal: 'SIGKILL' });
+      const recordedAtKill = await jobCount();
+      expect(recordedAtKill, `first run: ${first.stdout()}`).toBeLessThan(expectedBatches);
+      console.log(
+        `connect-push e2e: killed after ${((Date.now() - started) / 1000).toFixed(1)} s, ${atKill}-${recordedAtKill} of ${expectedBatches} batches recorded`,
+      );
 
-    const second = runUploader('--wait');
-    const { code } = await second.exit;
-    const output = second.stdout();
-    console.log(`connect-push e2e: both runs ${((Date.now() - started) / 1000).toFixed(1)} s\n${output}`);
-    expect(code, output).toBe(1); // something was rejected
-    expect(output).toMatch(/already sent by an earlier run/);
-    expect(output).toContain(`${valid.size.toLocaleString('en-US')} accepted`);
-    expect(output).toContain(`applied ${valid.size.toLocaleString('en-US')}, failed in the workers 0`);
+      const second = runUploader('--wait');
+      const { code } = await second.exit;
+      const output = second.stdout();
+      console.log(`connect-push e2e: both runs ${((Date.now() - started) / 1000).toFixed(1)} s\n${output}`);
+      expect(code, output).toBe(1); // something was rejected
+      expect(output).toMatch(/already sent by an earlier run/);
+      expect(output).toContain(`${valid.size.toLocaleString('en-US')} accepted`);
+      expect(output).toContain(`applied ${valid.size.toLocaleString('en-US')}, failed in the workers 0`);
 
-    // Every valid target stored, exactly once (one row per key; no batch recorded twice).
-    const { rows } = await suite.pool.query(`SELECT external_id FROM targets WHERE source_system = $1`, [sourceSystem]);
-    const stored = rows.map((r: { external_id: string }) => r.external_id);
-    expect(stored.length).toBe(valid.size);
-    expect(new Set(stored)).toEqual(valid);
-    const jobs = (
-      await suite.pool.query(
-        `SELECT count(*)::int AS jobs, count(DISTINCT idempotency_key)::int AS keys, sum(received_count)::int AS received,
+      // Every valid target stored, exactly once (one row per key; no batch recorded twice).
+      const { rows } = await suite.pool.query(`SELECT external_id FROM targets WHERE source_system = $1`, [
+        sourceSystem,
+      ]);
+      const stored = rows.map((r: { external_id: string }) => r.external_id);
+      expect(stored.length).toBe(valid.size);
+      expect(new Set(stored)).toEqual(valid);
+      const jobs = (
+        await suite.pool.query(
+          `SELECT count(*)::int AS jobs, count(DISTINCT idempotency_key)::int AS keys, sum(received_count)::int AS received,
                 sum(accepted_count)::int AS accepted, sum(applied_count)::int AS applied
            FROM import_jobs WHERE source_system = $1`,
-        [sourceSystem],
-      )
-    ).rows[0];
-    expect(jobs).toEqual({
-      jobs: expectedBatches,
-      keys: expectedBatches,
-      received: total,
-      accepted: valid.size,
-      applied: valid.size,
-    });
+          [sourceSystem],
+        )
+      ).rows[0];
+      expect(jobs).toEqual({
+        jobs: expectedBatches,
+        keys: expectedBatches,
+        received: total,
+        accepted: valid.size,
+        applied: valid.size,
+      });
 
-    // The rejects file: every invalid target and every unreadable line, with reasons, nothing else.
-    const rejects = (await readFile(`${file}.rejects.ndjson`, 'utf8'))
-      .trim()
-      .split('\n')
-      .map(
-        (l) =>
-          JSON.parse(l) as { line: number; externalId: string | null; reasons: { message: string }[]; raw?: string },
-      );
-    const rejectedIds = rejects.filter((r) => r.externalId !== null).map((r) => r.externalId);
-    expect(new Set(rejectedIds)).toEqual(invalidIds);
-    expect(rejectedIds.length).toBe(invalidIds.size);
-    expect(rejects.filter((r) => r.raw?.includes('oops')).length).toBe(garbageAfter.length);
-    expect(rejects.length).toBe(invalidIds.size + garbageAfter.length);
-    for (const r of rejects) expect(r.reasons.length).toBeGreaterThan(0);
-    const noPlace = rejects.find((r) => r.externalId === 'push-7')!;
-    expect(noPlace.reasons[0]!.message).toMatch(/address, coordinates or both/);
-    expect(noPlace.line).toBe(8); // push-0 … push-7 on lines 1 … 8
-  }, pushTimeoutMs);
+      // The rejects file: every invalid target and every unreadable line, with reasons, nothing else.
+      const rejects = (await readFile(`${file}.rejects.ndjson`, 'utf8'))
+        .trim()
+        .split('\n')
+        .map(
+          (l) =>
+            JSON.parse(l) as { line: number; externalId: string | null; reasons: { message: string }[]; raw?: string },
+        );
+      const rejectedIds = rejects.filter((r) => r.externalId !== null).map((r) => r.externalId);
+      expect(new Set(rejectedIds)).toEqual(invalidIds);
+      expect(rejectedIds.length).toBe(invalidIds.size);
+      expect(rejects.filter((r) => r.raw?.includes('oops')).length).toBe(garbageAfter.length);
+      expect(rejects.length).toBe(invalidIds.size + garbageAfter.length);
+      for (const r of rejects) expect(r.reasons.length).toBeGreaterThan(0);
+      const noPlace = rejects.find((r) => r.externalId === 'push-7')!;
+      expect(noPlace.reasons[0]!.message).toMatch(/address, coordinates or both/);
+      expect(noPlace.line).toBe(8); // push-0 … push-7 on lines 1 … 8
+    },
+    pushTimeoutMs,
+  );
 
   it('reads CSV from stdin, stores the valid rows and lists the invalid one with its reason', async () => {
     const rejectsPath = join(dir, 'stdin.rejects.ndjson');

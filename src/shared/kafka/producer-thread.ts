@@ -12,9 +12,7 @@ import { plaintext, type KafkaSecurity } from './client-security.js';
 export type ThreadConfig = { brokers: string[]; clientId: string; security: KafkaSecurity };
 export type ThreadMessage = { key: string; value: string | Uint8Array; headers?: Record<string, string> };
 /** deadline: epoch ms after which a send still queued in the thread is not made. */
-export type ProducerTask =
-  | { op: 'send'; topic: string; messages: ThreadMessage[]; deadline: number }
-  | { op: 'close' };
+export type ProducerTask = { op: 'send'; topic: string; messages: ThreadMessage[]; deadline: number } | { op: 'close' };
 export type ThreadLog = { level: 'error' | 'warn' | 'debug' | 'trace'; message: string; extra: object };
 
 export type ThreadedProducer = {
@@ -45,7 +43,11 @@ export function createThreadedProducer(opts: {
     maxThreads: 1,
     idleTimeoutMs: Infinity,
     concurrentTasksPerThread: sendsInThread,
-    data: { brokers: opts.brokers, clientId: opts.clientId, security: opts.security ?? plaintext } satisfies ThreadConfig,
+    data: {
+      brokers: opts.brokers,
+      clientId: opts.clientId,
+      security: opts.security ?? plaintext,
+    } satisfies ThreadConfig,
   });
   pool.onMessage((message) => {
     const { log } = message as { log: ThreadLog };
@@ -58,9 +60,10 @@ export function createThreadedProducer(opts: {
       }),
     async close() {
       // The producer leaves the broker first (bounded: a hung disconnect must not hold shutdown).
-      if (pool.started()) await withTimeout(pool.run({ op: 'close' } satisfies ProducerTask), 5000, 'the producer thread closing').catch((err) =>
-        opts.log.warn({ err }, 'kafka producer thread did not close its producer; stopping it'),
-      );
+      if (pool.started())
+        await withTimeout(pool.run({ op: 'close' } satisfies ProducerTask), 5000, 'the producer thread closing').catch(
+          (err) => opts.log.warn({ err }, 'kafka producer thread did not close its producer; stopping it'),
+        );
       await pool.close();
     },
   };

@@ -20,7 +20,10 @@ export default threadTask(
       case 'app-error':
         throw new AppError('validation_failed', 'bad body', { targets: ['too many'] }, { limit: 3 }, null);
       case 'kafka-error': {
-        const cause = Object.assign(new Error('Connection timeout'), { name: 'KafkaJSConnectionError', retriable: true });
+        const cause = Object.assign(new Error('Connection timeout'), {
+          name: 'KafkaJSConnectionError',
+          retriable: true,
+        });
         throw Object.assign(new Error('gave up', { cause }), {
           name: 'KafkaJSNumberOfRetriesExceeded',
           retriable: false,
