@@ -1,14 +1,15 @@
 // Runs a whole draft (suggestImportedDraft: window conversion and routing, then its document's
 // JSON text) in a worker thread so a 5,000-target draft (seconds of CPU) does not stall the
 // caller's event loop, neither while it computes nor when it answers.
-import { availableParallelism } from 'node:os';
 import { threadPool, type ThreadPool } from '../shared/threads.js';
 import { RouteInputError } from './errors.js';
 import type { DraftAnswer } from './draft-document.js';
 import type { ImportedDraftInput } from './imported-draft.js';
 
-/** Drafts beyond one per core wait for a thread (their budget's clock running). Threads are
- *  stopped when idle, so a process that computes no draft holds none. */
+/** A thread per draft in flight, as many as the caller computes at once: the gateway bounds them
+ *  (ROUTE_SUGGESTION_MAX_IN_FLIGHT, at most 64), so no draft waits for a thread while its budget
+ *  runs. Threads start on demand and stop when idle: a process that computes no draft holds none. */
+const maxThreads = 64;
 let pool: ThreadPool | undefined;
 
 /** Rejects with RouteInputError for bad input (as suggestRoutes throws it), the signal's reason
@@ -19,7 +20,7 @@ export function runRouteSuggestionInWorker(
 ): Promise<DraftAnswer> {
   pool ??= threadPool({
     task: new URL('./routing-worker.js', import.meta.url),
-    maxThreads: availableParallelism(),
+    maxThreads,
     idleTimeoutMs: 10_000,
     errorClasses: [RouteInputError],
   });
