@@ -34,25 +34,29 @@ export function parseJsonBytes(bytes: Uint8Array): ParsedJson {
   return { value, unstorable: suspectEscapes ? findUnstorableText(value) : [] };
 }
 
+/** Unstorable text outside partially accepted items refuses the whole body (400 validation_failed). */
+export function refuseUnstorableBody(problems: readonly TextProblem[]): void {
+  if (problems.length === 0) return;
+  const errors: FieldErrors = Object.create(null);
+  for (const p of problems) (errors[fieldName(['body', ...p.path])] ??= []).push(p.message);
+  throw new AppError('validation_failed', 'The request body is invalid.', errors);
+}
+
 /**
  * The unstorable strings inside items of a partially accepted array, by item index (each such
- * item is refused on its own); one anywhere else refuses the whole body (400 validation_failed).
+ * item is refused on its own); one anywhere else refuses the whole body (refuseUnstorableBody).
  */
-export function unstorableByItem(problems: readonly TextProblem[], itemsField: string | undefined) {
+export function unstorableByItem(problems: readonly TextProblem[], itemsField: string) {
   const items = new Map<number, TextProblem[]>();
   const elsewhere: TextProblem[] = [];
   for (const p of problems) {
     const [field, index, ...rest] = p.path;
-    if (itemsField !== undefined && field === itemsField && typeof index === 'number') {
+    if (field === itemsField && typeof index === 'number') {
       items.set(index, [...(items.get(index) ?? []), { path: rest, message: p.message }]);
     } else {
       elsewhere.push(p);
     }
   }
-  if (elsewhere.length > 0) {
-    const errors: FieldErrors = Object.create(null);
-    for (const p of elsewhere) (errors[fieldName(['body', ...p.path])] ??= []).push(p.message);
-    throw new AppError('validation_failed', 'The request body is invalid.', errors);
-  }
+  refuseUnstorableBody(elsewhere);
   return items;
 }

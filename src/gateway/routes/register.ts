@@ -5,7 +5,7 @@ import type { Authenticator } from '../auth/authenticate.js';
 import { createFailedAuthLimiter } from '../auth/failed-auth-limiter.js';
 import { scopeOf } from '../auth/route-scopes.js';
 import { expectedBodyBytes, readJsonBody, readRawBody } from '../http/body.js';
-import { unstorableByItem } from '../http/json-text.js';
+import { refuseUnstorableBody } from '../http/json-text.js';
 import { sendJson } from '../http/negotiate.js';
 import type { GatewayContext, GatewayState } from '../http/state.js';
 import { parseOrThrow } from '../http/validate.js';
@@ -142,7 +142,7 @@ export function buildRouter(routes: readonly RouteDefinition[], deps: PipelineDe
       body = await route.parseRawBody(await readRawBody(ctx, limits()));
     } else if (route.body || route.parseBody) {
       const raw = await readJsonBody(ctx, limits(), route.requestMediaTypes);
-      unstorableByItem(raw.unstorable, undefined); // unstorable text anywhere refuses the body (400)
+      refuseUnstorableBody(raw.unstorable);
       body = route.parseBody
         ? route.parseBody(raw.value, { bytes: raw.bytes })
         : parseOrThrow(route.body!, raw.value, 'body');
