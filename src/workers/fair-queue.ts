@@ -8,8 +8,8 @@ import { tenantHeader } from '../shared/messages.js';
  * job's chunks, a work order's usages). So the queue takes every fetched message of every
  * partition it owns and hands out, one at a time, the message that is fair to apply next:
  * - tenants: among the tenants with a message ready, the one that has been served least (bytes
- *   applied, divided by its weight: start-time fair queueing) goes first; a tenant that was idle
- *   starts level with the others, so it cannot bank credit;
+ *   applied: start-time fair queueing, equal weights) goes first; a tenant that was idle starts
+ *   level with the others, so it cannot bank credit;
  * - keys: only the oldest unapplied message of a key is ready, and only when it is not waiting
  *   (a retry's backoff, its edge record): a message that waits holds its own key and nothing
  *   else — not its partition, not the fetch, not a connection; except one that found a dependency
@@ -50,15 +50,10 @@ type PartitionState = {
 };
 
 type TenantState = {
-  /** Virtual time: bytes served / weight. */
+  /** Virtual time: bytes served. */
   served: number;
   /** Its keys with unapplied messages, in the order they arrived (a job at a time, first come first). */
   keys: Map<string, Entry[]>;
-};
-
-export type FairQueueOptions = {
-  /** A tenant's share relative to others (default 1 for all). */
-  weightOf?: (tenant: string) => number;
 };
 
 export class FairQueue {
@@ -69,11 +64,6 @@ export class FairQueue {
   private generation = 0;
   /** Nothing is handed out before this time (a dependency every apply needs is away). */
   private heldUntil = 0;
-  private readonly weightOf: (tenant: string) => number;
-
-  constructor(options: FairQueueOptions = {}) {
-    this.weightOf = options.weightOf ?? (() => 1);
-  }
 
   /** One fetched batch of one partition, in offset order. */
   add(messages: InboundMessage[]): void {
@@ -133,7 +123,7 @@ export class FairQueue {
     }
     if (!best) return undefined;
     best.entry.state = 'running';
-    best.tenant.served += Math.max(best.entry.bytes, 1) / this.weightOf(best.entry.tenant);
+    best.tenant.served += Math.max(best.entry.bytes, 1);
     return best.entry;
   }
 

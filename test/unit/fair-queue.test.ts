@@ -62,14 +62,6 @@ describe('fair queue', () => {
     expect(next.filter((t) => t === 'A').length).toBeGreaterThanOrEqual(2); // …but does not shut A out
   });
 
-  it('applies a weight', () => {
-    const q = new FairQueue({ weightOf: (t) => (t === 'gold' ? 3 : 1) });
-    q.add(Array.from({ length: 100 }, (_, i) => msg('gold', `g${i}`)));
-    q.add(Array.from({ length: 100 }, (_, i) => msg('std', `s${i}`, { partition: 1 })));
-    const served = drain(q, 40).map((e) => e.tenant);
-    expect(served.filter((t) => t === 'gold')).toHaveLength(30);
-  });
-
   it('keeps a key in order, one at a time; a waiting message holds only its key', () => {
     const q = new FairQueue();
     q.add([msg('A', 'k'), msg('A', 'k'), msg('A', 'other')]);
