@@ -132,12 +132,6 @@ export class Route {
     this.refresh();
   }
 
-  removeAt(pos: number): number {
-    const [k] = this.seq.splice(pos, 1);
-    this.refresh();
-    return k!;
-  }
-
   replaceAll(nodes: readonly number[]): void {
     this.seq.splice(0, this.seq.length, ...nodes);
     this.refresh();
