@@ -115,7 +115,7 @@ export function createKafkaBus({
             groupId,
             // Small fetches: decoding one holds the worker's event loop (and so its other applies),
             // and the fair queue needs no more than a chunk or two per partition at a time.
-            maxBytesPerPartition: options.maxBytesPerPartition ?? 1024 * 1024,
+            maxBytesPerPartition: 1024 * 1024,
             maxBytes: 8 * 1024 * 1024,
             sessionTimeout: options.sessionTimeoutMs ?? 30_000,
             heartbeatInterval: Math.floor((options.sessionTimeoutMs ?? 30_000) / 10),

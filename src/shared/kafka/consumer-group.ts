@@ -47,7 +47,6 @@ export interface ConsumerGroup {
 }
 
 export type ConsumerGroupOptions = {
-  maxBytesPerPartition?: number;
   sessionTimeoutMs?: number;
   /**
    * A running consumer that shows no sign of life this long, with no batch in hand, is replaced
