@@ -1,6 +1,6 @@
 import type { Config } from '../../shared/config.js';
 import { isPostgresUnavailable } from '../../shared/db/errors.js';
-import { abandonTransaction, type Pool } from '../../shared/db/pool.js';
+import { abandonTransaction } from '../../shared/db/pool.js';
 import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { lockEdgeRecord } from '../../shared/edge-lock.js';
 import { busy, unavailable, type AppError } from '../../shared/errors.js';
@@ -11,11 +11,9 @@ import { causeOfEdgeWait, edgeTransactionsOf } from './edge-wait.js';
  * What a write operation needs. Separate pools, so writes cannot starve reads: `edgePool` holds
  * the connections that wait for Kafka's acknowledgement inside an edge transaction (at most
  * KAFKA_PRODUCE_TIMEOUT_MS each); `tenantPool` serves the tenant's reads and short synchronous
- * writes; `pool` what works across tenants (authentication, rate limits, health). Both tenant
- * pools are scoped (shared/db/tenant-scope.ts).
+ * writes. Both are scoped (shared/db/tenant-scope.ts).
  */
 export type WriteDeps = {
-  pool: Pool;
   tenantPool: TenantPool;
   edgePool: TenantPool;
   bus: MessageBus;
