@@ -19,11 +19,7 @@ export type Authenticator = (authorization: string) => Promise<AuthenticatedClie
  * API-key authentication. Key records are cached for ttlMs, so a revoked key stops working
  * within ttlMs; expiry is checked on every request.
  */
-export function createApiKeyAuthenticator(
-  records: KeyRecords,
-  ttlMs: number,
-  now: () => number = Date.now,
-): Authenticator {
+export function createApiKeyAuthenticator(records: KeyRecords, ttlMs: number): Authenticator {
   return async (authorization) => {
     if (!authorization) throw new AppError('missing_credential', 'Send Authorization: Bearer <api key>.');
     const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
@@ -36,7 +32,7 @@ export function createApiKeyAuthenticator(
       throw new AppError('invalid_credential', 'The API key is not known.');
     }
     if (record.revokedAt) throw new AppError('revoked_credential', 'The API key has been revoked.');
-    if (record.expiresAt && record.expiresAt.getTime() <= now()) {
+    if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) {
       throw new AppError('expired_credential', 'The API key has expired.');
     }
     return {

@@ -1,7 +1,7 @@
 import type { Pool } from '../../shared/db/pool.js';
 import { unavailable } from '../../shared/errors.js';
 import { findApiKeyByHash, type ApiKeyRecord } from './api-key-store.js';
-import { createKnownKeys, type KnownKeys } from './known-keys.js';
+import { createKnownKeys } from './known-keys.js';
 
 type CacheEntry = { record: ApiKeyRecord | null; fetchedAt: number };
 const maxCacheEntries = 10_000;
@@ -24,28 +24,25 @@ export type KeyRecords = {
  * staleIfErrorMs is used again (nothing can be revoked meanwhile: revoking writes to the same
  * database), so known clients can still read the health report that tells them the database is down.
  */
-export function createKeyRecords(
-  pool: Pool,
-  now: () => number = Date.now,
-  known: KnownKeys = createKnownKeys(pool, now),
-): KeyRecords {
+export function createKeyRecords(pool: Pool): KeyRecords {
+  const known = createKnownKeys(pool);
   const cache = new Map<string, CacheEntry>();
   return {
     async lookup(hash, maxAgeMs) {
       const cacheKey = hash.toString('hex');
       const hit = cache.get(cacheKey);
-      if (hit && now() - hit.fetchedAt < maxAgeMs) return hit.record;
+      if (hit && Date.now() - hit.fetchedAt < maxAgeMs) return hit.record;
       if (!hit && !(await known.has(hash))) return null;
       let record: ApiKeyRecord | null;
       try {
         record = await findApiKeyByHash(pool, hash);
       } catch {
-        if (hit && now() - hit.fetchedAt < staleIfErrorMs) return hit.record;
+        if (hit && Date.now() - hit.fetchedAt < staleIfErrorMs) return hit.record;
         throw unavailable('The credential store');
       }
       cache.delete(cacheKey); // re-inserted last: the oldest entries go first
       if (cache.size >= maxCacheEntries) cache.delete(cache.keys().next().value!);
-      cache.set(cacheKey, { record, fetchedAt: now() });
+      cache.set(cacheKey, { record, fetchedAt: Date.now() });
       return record;
     },
   };

@@ -23,7 +23,7 @@ export type KnownKeys = {
  * created since the last one), so a key created a moment ago works at once. Hashes are only
  * added: a deleted key stays "known" and its record lookup answers it.
  */
-export function createKnownKeys(pool: Pool, now: () => number = Date.now): KnownKeys {
+export function createKnownKeys(pool: Pool): KnownKeys {
   const hashes = new Set<string>();
   let since: Date | null = null;
   let lastStart = -Infinity;
@@ -31,7 +31,7 @@ export function createKnownKeys(pool: Pool, now: () => number = Date.now): Known
   let queued: Promise<void> | null = null; // the next one, shared by every miss until it starts
 
   async function query(): Promise<void> {
-    lastStart = now();
+    lastStart = Date.now();
     try {
       const { rows } = await pool.query(refreshSql, [since]);
       for (const h of rows[0].hashes as Buffer[]) hashes.add(h.toString('hex'));
@@ -45,7 +45,7 @@ export function createKnownKeys(pool: Pool, now: () => number = Date.now): Known
   function refresh(): Promise<void> {
     queued ??= (async () => {
       await running?.catch(() => undefined);
-      const wait = lastStart + knownKeysRefreshMs - now();
+      const wait = lastStart + knownKeysRefreshMs - Date.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       queued = null;
       running = query().finally(() => {

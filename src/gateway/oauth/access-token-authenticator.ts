@@ -33,7 +33,6 @@ export function createAccessTokenAuthenticator(
   pool: Pool,
   keys: SigningKeys,
   config: Pick<Config, 'oauth' | 'auth'>,
-  now: () => number = Date.now,
 ): Authenticator {
   const clients = new Map<string, { row: ClientRow; fetchedAt: number }>();
   const maxLifetimeSeconds = config.oauth.tokenTtlSeconds + clockToleranceSeconds;
@@ -44,7 +43,7 @@ export function createAccessTokenAuthenticator(
 
   async function client(clientId: string): Promise<ClientRow> {
     const hit = clients.get(clientId);
-    if (hit && now() - hit.fetchedAt < config.auth.cacheTtlMs) return hit.row;
+    if (hit && Date.now() - hit.fetchedAt < config.auth.cacheTtlMs) return hit.row;
     let row: ClientRow;
     try {
       const { rows } = await pool.query(
@@ -63,7 +62,7 @@ export function createAccessTokenAuthenticator(
       throw unavailable('The credential store');
     }
     if (clients.size >= maxCacheEntries) clients.delete(clients.keys().next().value!);
-    clients.set(clientId, { row, fetchedAt: now() });
+    clients.set(clientId, { row, fetchedAt: Date.now() });
     return row;
   }
 
@@ -87,7 +86,7 @@ export function createAccessTokenAuthenticator(
           // iat present, not after now + tolerance, and not older than the lifetime + tolerance.
           maxTokenAge: config.oauth.tokenTtlSeconds,
           requiredClaims: ['exp', 'iat', 'sub', 'jti', 'client_id', 'scope'],
-          currentDate: new Date(now()),
+          currentDate: new Date(),
         },
       );
       if (livesTooLong(payload)) throw tooLong();

@@ -98,12 +98,7 @@ const pruneReplicaKeys = (db: Queryable) =>
  * Throws (synchronously, naming the variable, never its value) when OAUTH_SIGNING_KEY,
  * OAUTH_KEY_ENCRYPTION_KEY or OAUTH_KEY_ENCRYPTION_KEYS_PREVIOUS is malformed.
  */
-export function createSigningKeys(
-  pool: Pool,
-  options: SigningKeyOptions,
-  logger: Logger,
-  now: () => number = Date.now,
-): SigningKeys {
+export function createSigningKeys(pool: Pool, options: SigningKeyOptions, logger: Logger): SigningKeys {
   const envKey = options.signingKey ? parseSigningKeyPem(options.signingKey) : null;
   const kek = options.keyEncryptionKey
     ? parseKeyEncryptionKey(options.keyEncryptionKey, 'OAUTH_KEY_ENCRYPTION_KEY')
@@ -134,7 +129,7 @@ export function createSigningKeys(
       next.set(r.kid, { kid: r.kid, alg: r.alg, publicKey, jwk });
     }
     publicKeys = next;
-    loadedAt = now();
+    loadedAt = Date.now();
   }
 
   async function fromEnvironment(key: { privateKey: KeyObject; alg: SigningAlg }): Promise<SigningKey> {
@@ -213,7 +208,7 @@ export function createSigningKeys(
        VALUES ($1, 'ES256', $2, 'replica', now() + make_interval(secs => $3))`,
       [kid, JSON.stringify(jwk), replicaKeySigningPeriodSeconds],
     );
-    rotateAt = now() + replicaKeySigningPeriodSeconds * 1000;
+    rotateAt = Date.now() + replicaKeySigningPeriodSeconds * 1000;
     const { rows } = await pool.query(
       `SELECT 1 FROM oauth_signing_keys WHERE private_key_encrypted IS NOT NULL AND signs_until IS NULL LIMIT 1`,
     );
@@ -234,14 +229,14 @@ export function createSigningKeys(
   }
 
   const signingKey = (): Promise<SigningKey> => {
-    if (ready && now() >= rotateAt) {
+    if (ready && Date.now() >= rotateAt) {
       ready = null; // a replica key has signed long enough: make the next one
       rotateAt = Infinity;
     }
     return (ready ??= init().catch((err: unknown) => {
       ready = null; // the next request tries again
-      if (now() - lastFailureLoggedAt >= failureLogIntervalMs) {
-        lastFailureLoggedAt = now();
+      if (Date.now() - lastFailureLoggedAt >= failureLogIntervalMs) {
+        lastFailureLoggedAt = Date.now();
         if (err instanceof SigningKeyStoreError) logger.error({ reason: err.message }, 'no access-token signing key');
         else logger.warn({ err }, 'access-token signing key not available');
       }
@@ -263,12 +258,12 @@ export function createSigningKeys(
     async verificationKey(kid) {
       // A kid we do not know may be a key another replica created since: look again, but not
       // more often than every few seconds (tokens with made-up kids must not hammer the database).
-      if (!publicKeys.has(kid) && now() - loadedAt > refreshMinIntervalMs) await refresh();
+      if (!publicKeys.has(kid) && Date.now() - loadedAt > refreshMinIntervalMs) await refresh();
       return publicKeys.get(kid) ?? null;
     },
     async publicJwks() {
       await signingKey().catch(() => undefined); // this replica's own key is published first
-      if (now() - loadedAt > refreshMinIntervalMs) await refresh();
+      if (Date.now() - loadedAt > refreshMinIntervalMs) await refresh();
       return [...publicKeys.values()].map((k) => k.jwk);
     },
   };

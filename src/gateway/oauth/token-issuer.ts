@@ -75,7 +75,6 @@ export function createTokenIssuer(
   keys: SigningKeys,
   config: Pick<Config, 'oauth' | 'auth'>,
   throttle: Pick<TokenThrottle, 'client'>,
-  now: () => number = Date.now,
 ) {
   return async function issue(req: TokenRequest): Promise<TokenResponse> {
     for (const [name, value] of Object.entries(req.form)) {
@@ -96,18 +95,18 @@ export function createTokenIssuer(
         return bad('Unknown client or wrong client secret.');
       }
       if (record.revokedAt) return bad('The API key used as client secret has been revoked.');
-      if (record.expiresAt && record.expiresAt.getTime() <= now()) {
+      if (record.expiresAt && record.expiresAt.getTime() <= Date.now()) {
         return bad('The API key used as client secret has expired.');
       }
       return null;
     };
-    const asked = now();
+    const asked = Date.now();
     const cached = await records.lookup(hash, config.auth.cacheTtlMs);
     const refusedCached = refusal(cached);
     if (refusedCached) throw refusedCached;
     await throttle.client(cached!.clientId);
     // Read again unless the record above was read for this very request.
-    const record = await records.lookup(hash, now() - asked + 1);
+    const record = await records.lookup(hash, Date.now() - asked + 1);
     const refused = refusal(record);
     if (refused) throw refused;
     if (grantType !== 'client_credentials') {
@@ -135,7 +134,7 @@ export function createTokenIssuer(
     }
 
     const key = await keys.signingKey();
-    const iat = Math.floor(now() / 1000);
+    const iat = Math.floor(Date.now() / 1000);
     const scope = scopes.join(' ');
     const clientId = record!.clientId;
     const accessToken = await new SignJWT({ client_id: clientId, scope })
