@@ -15,13 +15,10 @@ const nowhere = 'postgres://openapi@127.0.0.1:1/openapi';
 
 /**
  * The gateway's route definitions, built without connecting to PostgreSQL or Kafka (for printing
- * the OpenAPI document and checking it). Limits follow `env`, as the served document's do.
+ * the OpenAPI document and checking it). Limits follow the environment, as the served document's do.
  */
-export function offlineRoutes(env: NodeJS.ProcessEnv = process.env): {
-  routes: RouteDefinition[];
-  close(): Promise<void>;
-} {
-  const config = loadConfig({ ...env, DATABASE_URL: nowhere, KAFKA_BROKERS: '127.0.0.1:1' });
+export function offlineRoutes(): { routes: RouteDefinition[]; close(): Promise<void> } {
+  const config = loadConfig({ ...process.env, DATABASE_URL: nowhere, KAFKA_BROKERS: '127.0.0.1:1' });
   const logger = createLogger('silent', 'openapi');
   const pool = createPool(nowhere, 1, 'openapi');
   const tenantPool = createTenantPool(nowhere, 1, 'openapi');
