@@ -72,8 +72,7 @@ export async function createEndpoint(
 /** An endpoint by id; with clientId, only when it is that client's (the API), else any (operators). */
 export type EndpointRef = { endpointId: string; clientId?: string | null };
 
-const refWhere = (first: number) =>
-  `ep.id = $${first} AND ($${first + 1}::uuid IS NULL OR ep.client_id = $${first + 1})`;
+const refWhere = 'ep.id = $1 AND ($2::uuid IS NULL OR ep.client_id = $2)';
 const refValues = (ref: EndpointRef) => [ref.endpointId, ref.clientId ?? null];
 
 const summaryColumns = `
@@ -125,7 +124,7 @@ export async function listEndpoints(db: Tx, clientId: string, bounds: InFlightBo
 
 export async function getEndpoint(db: Tx, ref: EndpointRef, bounds: InFlightBounds): Promise<EndpointSummary | null> {
   const { rows } = await db.query(
-    `SELECT ${summaryColumns} FROM webhook_endpoints ep WHERE ${refWhere(1)}`,
+    `SELECT ${summaryColumns} FROM webhook_endpoints ep WHERE ${refWhere}`,
     refValues(ref),
   );
   return rows[0] ? summaryOf(bounds)(rows[0]) : null;
@@ -137,7 +136,7 @@ export const countEndpoints = async (db: Tx, clientId: string): Promise<number> 
 export async function findEndpoint(db: Tx, ref: EndpointRef) {
   const { rows } = await db.query(
     `SELECT ep.id, ep.tenant_id, ep.client_id, ep.url, ep.event_types, ep.status FROM webhook_endpoints ep
-      WHERE ${refWhere(1)}`,
+      WHERE ${refWhere}`,
     refValues(ref),
   );
   return (
@@ -160,7 +159,7 @@ export async function updateEndpoint(
   const { rowCount } = await db.query(
     `UPDATE webhook_endpoints ep SET url = coalesce($3, url), event_types = coalesce($4, event_types),
             max_in_flight = CASE WHEN $5 THEN $6::integer ELSE max_in_flight END, updated_at = now()
-      WHERE ${refWhere(1)}`,
+      WHERE ${refWhere}`,
     [...refValues(ref), change.url, types, change.maxInFlight !== undefined, change.maxInFlight ?? null],
   );
   return rowCount === 1;
@@ -190,7 +189,7 @@ const lockDeliveries = (tx: Tx, column: 'endpoint_id' | 'event_id', ids: string[
  * endpoint's delete to trip on.
  */
 export async function deleteEndpoint(tx: Tx, ref: EndpointRef): Promise<boolean> {
-  const found = await tx.query(`SELECT ep.id FROM webhook_endpoints ep WHERE ${refWhere(1)}`, refValues(ref));
+  const found = await tx.query(`SELECT ep.id FROM webhook_endpoints ep WHERE ${refWhere}`, refValues(ref));
   const id = found.rows[0]?.id as string | undefined;
   if (!id) return false;
   await lockDeliveries(tx, 'endpoint_id', [id]);
@@ -209,7 +208,7 @@ export async function rotateSecret(db: Tx, ref: EndpointRef, overlapMs: number) 
         SET previous_secret = CASE WHEN $4 > 0 THEN secret END,
             previous_secret_expires_at = CASE WHEN $4 > 0 THEN now() + $4 * interval '1 millisecond' END,
             secret = $3, secret_rotated_at = now(), updated_at = now()
-      WHERE ${refWhere(1)}
+      WHERE ${refWhere}
       RETURNING id, secret_rotated_at, previous_secret_expires_at`,
     [...refValues(ref), secret, overlapMs],
   );
@@ -230,10 +229,10 @@ export async function setEndpointStatus(db: Tx, ref: EndpointRef, status: 'Activ
       ? `UPDATE webhook_endpoints ep SET status = 'Active', disabled_reason = NULL, disabled_at = NULL,
                 consecutive_failures = 0, breaker_opened_at = NULL, breaker_probe_at = NULL, breaker_trips = 0,
                 updated_at = now()
-          WHERE ${refWhere(1)} RETURNING id, status, disabled_reason, disabled_at`
+          WHERE ${refWhere} RETURNING id, status, disabled_reason, disabled_at`
       : `UPDATE webhook_endpoints ep SET status = 'Disabled', disabled_reason = $3,
                 disabled_at = coalesce(disabled_at, now()), updated_at = now()
-          WHERE ${refWhere(1)} RETURNING id, status, disabled_reason, disabled_at`,
+          WHERE ${refWhere} RETURNING id, status, disabled_reason, disabled_at`,
     status === 'Active' ? refValues(ref) : [...refValues(ref), reason],
   );
   const r = rows[0];
