@@ -1,6 +1,9 @@
 import type { Middleware } from 'koa';
 import type { GatewayState } from './state.js';
 
+const maxHeld = 1024;
+const maxTracked = 100_000;
+
 /**
  * A client refused with 429 that asks again before its Retry-After has passed is answered no
  * sooner than that time (at most maxHoldMs later). Refusing is cheap but not free: a client that
@@ -13,14 +16,7 @@ import type { GatewayState } from './state.js';
 export function delayEarlyRetries({
   maxHoldMs = 5000,
   maxHeldPerClient = 16,
-  maxHeld = 1024,
-  maxTracked = 100_000,
-}: {
-  maxHoldMs?: number;
-  maxHeldPerClient?: number;
-  maxHeld?: number;
-  maxTracked?: number;
-} = {}): Middleware<GatewayState> {
+}: { maxHoldMs?: number; maxHeldPerClient?: number } = {}): Middleware<GatewayState> {
   /** Per client (or address): until when it was told to wait. */
   const waitUntil = new Map<string, number>();
   const heldOf = new Map<string, number>();
@@ -51,13 +47,13 @@ export function delayEarlyRetries({
       return; // its Retry-After still counts from the first refusal
     }
     if (until <= now) {
-      if (waitUntil.size >= maxTracked) forgetExpired(waitUntil, now, maxTracked);
+      if (waitUntil.size >= maxTracked) forgetExpired(waitUntil, now);
       waitUntil.set(who, now + retryAfter * 1000);
     }
   };
 }
 
-function forgetExpired(waitUntil: Map<string, number>, now: number, maxTracked: number): void {
+function forgetExpired(waitUntil: Map<string, number>, now: number): void {
   for (const [who, until] of waitUntil) if (until <= now) waitUntil.delete(who);
   // All still waiting: drop the oldest (a Map iterates in insertion order).
   for (const who of waitUntil.keys()) {
