@@ -32,7 +32,6 @@ export function createProgress<C extends { done: number }>(
   kind: 'bar' | 'lines',
   total: number | null,
   describe: (counts: C, pace: Pace) => string,
-  out: NodeJS.WritableStream = process.stderr,
 ): Progress<C> {
   const started = Date.now();
   const pace = (c: C): Pace => {
@@ -43,7 +42,7 @@ export function createProgress<C extends { done: number }>(
   };
   if (kind === 'bar') {
     const bars = new cliProgress.MultiBar(
-      { stream: out, format: total === null ? '{text}' : '{bar} {percentage}% | {text}', hideCursor: true },
+      { stream: process.stderr, format: total === null ? '{text}' : '{bar} {percentage}% | {text}', hideCursor: true },
       cliProgress.Presets.shades_classic,
     );
     const bar = bars.create(total ?? 0, 0, { text: '' });
@@ -55,7 +54,7 @@ export function createProgress<C extends { done: number }>(
   }
   let last = 0;
   let latest: C | null = null;
-  const line = (c: C) => out.write(`connect-push: ${describe(c, pace(c))}\n`);
+  const line = (c: C) => process.stderr.write(`connect-push: ${describe(c, pace(c))}\n`);
   return {
     update(c) {
       latest = c;
@@ -63,7 +62,7 @@ export function createProgress<C extends { done: number }>(
       last = Date.now();
       line(c);
     },
-    note: (text) => out.write(`connect-push: ${text}\n`),
+    note: (text) => process.stderr.write(`connect-push: ${text}\n`),
     stop: () => {
       if (latest) line(latest);
     },
