@@ -3,12 +3,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
 import { integrationScopes } from '../../src/shared/scopes.js';
-import { runAdminCli, type CliRun } from '../support/admin-cli.js';
+import { runAdminCli, runAdminProcess, type CliRun } from '../support/admin-cli.js';
 import { dropDatabase } from '../support/database.js';
 import { scaled } from '../support/time-scale.js';
 
-// The admin CLI as operators run it: a child process against a throwaway database of this
-// file's own, migrated as `npm run migrate` would (the CLI itself never creates or migrates one).
+// The admin CLI against a throwaway database of this file's own, migrated as `npm run migrate`
+// would (the CLI itself never creates or migrates one): in this process (runAdmin), and as
+// operators run it, a child process, where only the process wrapper is tested (exit codes).
 
 const keyPattern = /^cis_[0-9a-f]{8}_[A-Za-z0-9_-]{43}$/;
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -70,7 +71,7 @@ afterAll(async () => {
 
 describe('admin CLI', { timeout: scaled(120_000) }, () => {
   it('prints the usage on stdout and exits 0 for help and no arguments', async () => {
-    const runs = await Promise.all([cli(), cli('help'), cli('--help')]);
+    const runs = await Promise.all([runAdminProcess(databaseUrl), cli('help'), cli('--help')]);
     for (const run of runs) {
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/^Usage: /);
@@ -94,8 +95,11 @@ describe('admin CLI', { timeout: scaled(120_000) }, () => {
     const empty = `connect_test_empty_${randomBytes(4).toString('hex')}`;
     await ensureDatabase(urlFor(empty));
     try {
-      const runIn = (name: string) => runAdminCli(urlFor(name), 'tenant', 'create', '--name', 'x');
-      const [toMissing, toEmpty] = await Promise.all([runIn(missing), runIn(empty)]);
+      const args = ['tenant', 'create', '--name', 'x'];
+      const [toMissing, toEmpty] = await Promise.all([
+        runAdminProcess(urlFor(missing), ...args),
+        runAdminCli(urlFor(empty), ...args),
+      ]);
       expect(toMissing).toMatchObject({ code: 1, stdout: '' });
       expect(toMissing.stderr).toMatch(/^admin: cannot use the database .* does not exist .*npm run migrate/);
       expect(toEmpty).toMatchObject({ code: 1, stdout: '' });
@@ -151,6 +155,7 @@ describe('admin CLI', { timeout: scaled(120_000) }, () => {
       ['client', 'upload-quota', '--client', client, '--bytes-per-second', '5000', '--default'],
     ];
     const stderrs = await Promise.all(cases.map((args) => fails(2, ...args)));
+    expect(await runAdminProcess(databaseUrl, 'bogus')).toMatchObject({ code: 2, stdout: '' });
     for (const stderr of stderrs) {
       expect(stderr).toMatch(/^admin: .+\n/);
       expect(stderr).toContain('Usage: ');
