@@ -5,11 +5,15 @@
 // before its clock starts; rounds alternate the steps and the median and spread (min–max) of the
 // rounds are printed. No broker, no database. Asserts nothing.
 //
+// Beside the steps, what the other hand-over would cost: the accepted targets as JSON lines (the
+// gateway's side) and COPY rows made from them (the workers' side).
+//
 // Options (env): BENCH_BATCHES (40 bodies), BENCH_BATCH_SIZE (1000 targets each), BENCH_ROUNDS (7).
 import { createHash } from 'node:crypto';
 import { checkJsonShape } from '../src/gateway/http/json-shape.js';
 import { findUnstorableText } from '../src/gateway/http/storable.js';
 import { parseOrThrow } from '../src/gateway/http/validate.js';
+import { targetRow } from '../src/gateway/inbound/chunk-rows.js';
 import { cutIntoChunks } from '../src/gateway/inbound/chunks.js';
 import { prepareBatch } from '../src/gateway/inbound/prepare-batch.js';
 import { batchEnvelopeSchema } from '../src/gateway/inbound/schemas.js';
@@ -32,6 +36,9 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 const texts = bodies.map((b) => decoder.decode(b));
 const values = texts.map((t) => JSON.parse(t) as { targets: unknown[] });
 const validated = values.map((v) => validateTargets(v.targets));
+const jsonLines = (accepted: (typeof validated)[number]['accepted']) =>
+  Buffer.from(accepted.map((a) => JSON.stringify(a.target)).join('\n'));
+const handedOver = validated.map((v) => jsonLines(v.accepted));
 
 /** Each step over every body; what it returns is kept so no work is optimised away. */
 const steps: Record<string, () => unknown[]> = {
@@ -55,6 +62,16 @@ const steps: Record<string, () => unknown[]> = {
           JSON.stringify(t.address).length + JSON.stringify(t.timeWindows).length + JSON.stringify(t.metadata).length;
       return n;
     }),
+  // The other way to hand over (not built): the gateway sends the accepted targets as JSON lines
+  // and the workers make the COPY rows, which costs them a parse of each line on top of the rows.
+  'hand-over as JSON lines': () => validated.map((v) => jsonLines(v.accepted)),
+  'workers: JSON lines to rows': () =>
+    handedOver.map((b) =>
+      b
+        .toString()
+        .split('\n')
+        .map((line, i) => targetRow(i, JSON.parse(line))),
+    ),
   'prepareBatch (whole)': () => bodies.map((b) => prepareBatch(b, limits)),
   'bare: JSON.parse(bytes)': () => bodies.map((b) => JSON.parse(b.toString()) as unknown),
 };
