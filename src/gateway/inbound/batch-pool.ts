@@ -28,9 +28,13 @@ export function createBatchPreparer(limits: BatchLimits, threads: number, maxBod
   return {
     async prepare(bytes) {
       if (bytes.length < inlineBelowBytes) return prepareBatch(bytes, limits);
-      // The body is copied to the thread, not handed over: it adds nothing to this thread's
-      // external memory, whose growth starts full collections of its heap.
-      const batch = await pool.run<PreparedBatch>({ bytes, limits });
+      // Handed over, not copied, when the body owns its memory (the body readers concatenate its
+      // chunks into a buffer of its own): the event loop never reads it again.
+      const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+      const batch = await pool.run<PreparedBatch>(
+        { bytes, limits },
+        { transfer: owned ? [bytes.buffer as ArrayBuffer] : [] },
+      );
       // A Buffer arrives as a plain Uint8Array; PostgreSQL's driver takes Buffers as bytea.
       return { ...batch, requestHash: Buffer.from(batch.requestHash) };
     },
