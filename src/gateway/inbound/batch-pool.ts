@@ -5,7 +5,11 @@ import { prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-ba
 /** Bodies this small are prepared on the event loop: a thread hop would cost more than it saves. */
 const inlineBelowBytes = 64 * 1024;
 
-export type BatchPreparer = { prepare(bytes: Buffer): Promise<PreparedBatch>; close(): Promise<void> };
+export type BatchPreparer = {
+  /** Takes the bytes over: a large body's buffer is handed to a thread, so the caller must not read it again. */
+  prepare(bytes: Buffer): Promise<PreparedBatch>;
+  close(): Promise<void>;
+};
 
 /** A parse thread's old generation: parsing a 12.9 MB batch of the largest targets needs 48 MiB
  *  (32 runs out), so six times the largest body leaves room, and caps the garbage a thread keeps
