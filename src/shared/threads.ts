@@ -83,10 +83,13 @@ export function threadTask<In, Out>(
 /** In a thread: the `data` its pool was created with. */
 export const threadData = <T>(): T => (Piscina.workerData as { data: T }).data;
 
-/** Bytes that own their whole ArrayBuffer, so it can be handed over (small Buffers are slices of
- *  a shared pool: copied into one of their own). */
-export const owning = (bytes: Uint8Array): Uint8Array =>
-  bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+/** The ArrayBuffer to hand over when the bytes own all of it; null for a slice of a larger one
+ *  (small Buffers share a pool), which must be copied instead. */
+export const ownBuffer = (bytes: Uint8Array): ArrayBuffer | null =>
+  bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? (bytes.buffer as ArrayBuffer) : null;
+
+/** Bytes that own their whole ArrayBuffer, so it can be handed over (a slice is copied into one of its own). */
+export const owning = (bytes: Uint8Array): Uint8Array => (ownBuffer(bytes) ? bytes : new Uint8Array(bytes));
 
 export type ThreadPoolOptions = {
   /** The task module, as its compiled name beside the caller: new URL('./x-task.js', import.meta.url). */

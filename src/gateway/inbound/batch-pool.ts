@@ -1,5 +1,5 @@
 import { AppError } from '../../shared/errors.js';
-import { threadPool } from '../../shared/threads.js';
+import { ownBuffer, threadPool } from '../../shared/threads.js';
 import { prepareBatch, type BatchLimits, type PreparedBatch } from './prepare-batch.js';
 
 /** Bodies this small are prepared on the event loop: a thread hop would cost more than it saves. */
@@ -34,11 +34,8 @@ export function createBatchPreparer(limits: BatchLimits, threads: number, maxBod
       if (bytes.length < inlineBelowBytes) return prepareBatch(bytes, limits);
       // Handed over, not copied, when the body owns its memory (the body readers concatenate its
       // chunks into a buffer of its own): the event loop never reads it again.
-      const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-      const batch = await pool.run<PreparedBatch>(
-        { bytes, limits },
-        { transfer: owned ? [bytes.buffer as ArrayBuffer] : [] },
-      );
+      const owned = ownBuffer(bytes);
+      const batch = await pool.run<PreparedBatch>({ bytes, limits }, { transfer: owned ? [owned] : [] });
       // A Buffer arrives as a plain Uint8Array; PostgreSQL's driver takes Buffers as bytea.
       return { ...batch, requestHash: Buffer.from(batch.requestHash) };
     },

@@ -4,7 +4,7 @@
 // gateway's event loop, stalling every other client's requests and /livez. Here that work runs
 // on a thread of its own, and its queue of large sends is not the queue small writes wait in.
 import type { Logger } from '../logger.js';
-import { threadPool } from '../threads.js';
+import { ownBuffer, threadPool } from '../threads.js';
 import { withTimeout } from '../timeout.js';
 import type { OutboundMessage } from './message-bus.js';
 import { plaintext, type KafkaSecurity } from './client-security.js';
@@ -21,11 +21,8 @@ export type ThreadedProducer = {
 };
 
 /** Buffers that own their memory move to the thread; others (pool slices, strings) are copied. */
-function transferable(m: OutboundMessage): ArrayBuffer | null {
-  const v = m.value;
-  if (typeof v === 'string' || v.byteOffset !== 0 || v.byteLength !== v.buffer.byteLength) return null;
-  return v.buffer as ArrayBuffer;
-}
+const transferable = (m: OutboundMessage): ArrayBuffer | null =>
+  typeof m.value === 'string' ? null : ownBuffer(m.value);
 
 /** Sends waiting in the thread at once; the serial producer queues them per partition. */
 const sendsInThread = 1024;
