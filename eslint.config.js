@@ -13,4 +13,15 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  {
+    // kafkajs's values come through src/shared/kafka/kafkajs.ts, which installs its native CRC32C first.
+    files: ['src/**/*.ts'],
+    ignores: ['src/shared/kafka/kafkajs.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'kafkajs', message: "Import from src/shared/kafka/kafkajs.ts.", allowTypeImports: true }] },
+      ],
+    },
+  },
 );

@@ -1,7 +1,8 @@
 // The one place that composes kafkajs: its clients, the produce path (producer.ts), the admin side
 // (topic-admin.ts) and consumer groups (consumer-group.ts). Everything else talks to MessageBus
 // (message-bus.ts), so the client library (unmaintained since 2023) can be swapped behind it.
-import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import type { Consumer } from 'kafkajs';
+import { Kafka, logLevel } from './kafkajs.js';
 import { kafkajsRetry, schedules } from '../retry.js';
 import { withTimeout } from '../timeout.js';
 import { accessDeniedReason, KafkaAccessDeniedError, kafkaClientOptions, plaintext } from './client-security.js';

@@ -1,4 +1,5 @@
-import { logLevel, type logCreator } from 'kafkajs';
+import type { logCreator } from 'kafkajs';
+import { logLevel } from './kafkajs.js';
 import type { Logger } from '../logger.js';
 
 /**

@@ -1,7 +1,8 @@
 // Which partition a message goes to, computed before it is sent, so the serial producer can keep
 // one queue per partition (serial-producer.ts says why): kafkajs's default partitioner (murmur2
 // of the key over the topic's partition count, as the Java client), fed the topic's actual count.
-import { Partitioners, type Admin, type Message, type PartitionMetadata } from 'kafkajs';
+import type { Admin, Message, PartitionMetadata } from 'kafkajs';
+import { Partitioners } from './kafkajs.js';
 
 const defaultPartitioner = Partitioners.DefaultPartitioner();
 

@@ -3,7 +3,7 @@
 // large sends happen here instead of on the gateway's event loop. Log lines go back to the
 // owning thread as data.
 import { parentPort } from 'node:worker_threads';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel } from './kafkajs.js';
 import { startBulkThread } from '../bulk-thread.js';
 import { threadData, threadTask, toThreadError } from '../threads.js';
 import type { ProducerTask, ThreadConfig, ThreadLog } from './producer-thread.js';

@@ -15,7 +15,8 @@
 // disconnected once the sends it still carries (to other partitions) have settled.
 //
 // A send still queued when its deadline passes is never made: its caller has been answered.
-import { Partitioners, type Kafka, type Message, type Producer, type ProducerRecord } from 'kafkajs';
+import type { Kafka, Message, Producer, ProducerRecord } from 'kafkajs';
+import { Partitioners } from './kafkajs.js';
 import { memoConnect } from './memo-connect.js';
 import { partitionOf } from './partitions.js';
 
