@@ -55,6 +55,16 @@ describe('targetRow', () => {
     expect(row.metadata).toBe('{"k\\\\ty":"v\\\\\\\\","n":1.5e-7,"b":false,"z":null}');
   });
 
+  it('writes coordinates exactly as String() writes them, whatever the number', () => {
+    const values = [0, -0, 90, -180, 52.5, 1e-7, -1.5e-7, 5e-324, 89.99999999999999, 0.1 + 0.2, 13.59242038698867];
+    for (let i = 0; i < 1000; i++) values.push((Math.random() - 0.5) * 180, Math.round(Math.random() * 1e6) / 1e4);
+    for (const latitude of values) {
+      const longitude = -latitude / 2;
+      const row = columns(targetRow(0, { externalId: 'e', name: 'n', coordinates: { latitude, longitude } }));
+      expect([row.latitude, row.longitude]).toEqual([String(latitude), String(longitude)]);
+    }
+  });
+
   it('never writes a line PostgreSQL would take for the end of data (\\.)', () => {
     const row = targetRow(1, { externalId: '\\.', name: '.', coordinates: { latitude: 0, longitude: 0 } });
     expect(row.split('\n').some((line) => line === '\\.')).toBe(false);
