@@ -11,7 +11,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { Producer as PlatformaticProducer } from '@platformatic/kafka';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel } from '../src/shared/kafka/kafkajs.js'; // kafkajs as the service runs it (native CRC32C, encoders)
 import { chunkMessages, cutIntoChunks } from '../src/gateway/inbound/chunks.js';
 import { loadConfig } from '../src/shared/config.js';
 import { durableProducer } from '../src/shared/kafka/serial-producer.js';
