@@ -14,13 +14,13 @@ export default tseslint.config(
     },
   },
   {
-    // kafkajs's values come through src/shared/kafka/kafkajs.ts, which installs its native CRC32C first.
+    // kafkajs's values come through src/shared/kafka/kafkajs.ts, which mends its produce path first.
     files: ['src/**/*.ts'],
     ignores: ['src/shared/kafka/kafkajs.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { paths: [{ name: 'kafkajs', message: "Import from src/shared/kafka/kafkajs.ts.", allowTypeImports: true }] },
+        { paths: [{ name: 'kafkajs', message: 'Import from src/shared/kafka/kafkajs.ts.', allowTypeImports: true }] },
       ],
     },
   },

@@ -1,6 +1,6 @@
 // kafkajs computes the CRC32C of each record batch it produces in JavaScript, a byte at a time:
 // about 1 ms of CPU per 1,000 inbound targets (380 KB of chunks), the largest single cost of the
-// gateway's producer thread (docs/benchmarks.md, "CRC32C"). @node-rs/crc32 computes the same value
+// gateway's producer thread (docs/benchmarks.md, "kafkajs's CRC32C and buffers"). @node-rs/crc32 computes the same value
 // natively, about twenty times faster. kafkajs has no option for it, so its CRC32C module is put
 // into the CommonJS module cache before kafkajs loads it (with its encoder, at the first produce
 // request); kafkajs.ts imports this before kafkajs, and src imports kafkajs's values from there.
@@ -22,7 +22,7 @@ function nativeCrc32c(): ((bytes: Buffer) => number) | null {
   }
 }
 
-/** What kafkajs checksums with: null when kafkajs was loaded first or the platform has no build. */
+/** What kafkajs checksums with: null when kafkajs had loaded its own first or the platform has no build. */
 export const installedCrc32c = require.cache[kafkajsCrc32cModule] ? null : nativeCrc32c();
 if (installedCrc32c) {
   require.cache[kafkajsCrc32cModule] = {

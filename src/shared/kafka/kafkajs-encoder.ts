@@ -1,7 +1,7 @@
 // kafkajs's Encoder grows its buffer by doubling, each time with Buffer.alloc, which zero-fills it,
 // and a produce request copies each message value through five encoders (record, record batch
 // twice, request, size prefix): for a 380 KB chunk, megabytes of memset, about a quarter of the
-// producer thread's CPU (docs/benchmarks.md, "kafkajs's buffers"). The encoder never hands out a
+// producer thread's CPU (docs/benchmarks.md, "kafkajs's CRC32C and buffers"). The encoder never hands out a
 // byte it has not written: each write lands at `offset` after ensureAvailable, and `buffer` is
 // the slice [0, offset). So its growth is allocated uninitialised: the same bytes out, no memset.
 // test/unit/kafkajs-encoder.test.ts encodes produce requests on garbage-filled memory to prove it.

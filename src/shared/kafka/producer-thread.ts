@@ -2,8 +2,8 @@
 // (copying each value through several buffers), checksums it and writes it to the socket on the
 // thread that calls send(): for a 16 MiB batch, about 4 ms of CPU per megabyte even with the
 // native checksum (kafkajs.ts), which on the event loop would stall every other client's requests
-// and /livez. Here that work runs
-// on a thread of its own, and its queue of large sends is not the queue small writes wait in.
+// and /livez. Here that work runs on a thread of its own, and its queue of large sends is not the
+// queue small writes wait in.
 import type { Logger } from '../logger.js';
 import { ownBuffer, threadPool } from '../threads.js';
 import { withTimeout } from '../timeout.js';
