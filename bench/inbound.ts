@@ -418,8 +418,8 @@ async function run() {
 
   // ---- Report ----------------------------------------------------------------------------
   const aOverA0 = a.targetsPerSecond / a0.targetsPerSecond;
-  // Issue 14's aims: the gateway at half a bare producer's rate, the workers at 0.8 of a bare COPY.
-  const aims = { aOverA0: 0.5, bOverB0: 0.8, gatewayCpuMsPer1000: 15 };
+  // Issue 42's aims for the gateway (A/A0, its CPU per 1,000 targets); issue 14's for the workers.
+  const aims = { aOverA0: 0.75, bOverB0: 0.8, gatewayCpuMsPer1000: 10 };
   /** CPU ms per 1,000 targets of a phase: cores × wall seconds over thousands of targets. */
   const per1000 = (cores: number, wallSeconds: number, targets: number) =>
     round((cores * wallSeconds * 1e6) / targets, 1);
@@ -446,6 +446,14 @@ async function run() {
     U: u && applyCpuPer1000(u),
     machineBusyCores: { A0: a0Cpu.busyCores, A: aCpu.busyCores, B: b.cpu.busyCores, U: u?.cpu.busyCores ?? null },
   };
+  // A is CPU-bound on a small machine: at A's CPU per target (the gateway, the broker, PostgreSQL
+  // and the load generator; not other users of the machine), every core would carry `ceiling`
+  // targets/s. So A/A0 cannot pass ceiling/A0, and A/A0 = aim needs the gateway's CPU per 1,000
+  // targets at most `gatewayForAim` (the rest of A's CPU per target as measured).
+  const aOwnCores = aCpu.busyCores - aCpu.otherCores;
+  const aCeiling = (a.targetsPerSecond * machineCores()) / aOwnCores;
+  const aRestPer1000 = (aOwnCores * 1e6) / a.targetsPerSecond - cpuPer1000.A.gateway;
+  const gatewayForAim = (machineCores() * 1e6) / (aims.aOverA0 * a0.targetsPerSecond) - aRestPer1000;
   const bOverB0 = b.targetsPerSecond / b0.rowsPerSecond;
   const result = {
     benchmark: 'inbound',
@@ -502,6 +510,12 @@ async function run() {
       ...(u ? { U: u.cpu.otherCores } : {}),
       B0: b0.cpu.otherCores,
     },
+    aCpuBound: {
+      ceilingTargetsPerSecond: round(aCeiling, 0),
+      ceilingOverA0: round(aCeiling / a0.targetsPerSecond, 3),
+      otherCpuPer1000: round(aRestPer1000, 1),
+      gatewayCpuPer1000ForAim: round(gatewayForAim, 1),
+    },
     ratios: {
       aOverA0: round(aOverA0, 3),
       bOverB0: round(bOverB0, 3),
@@ -535,6 +549,12 @@ async function run() {
       `${fmt(cpuPer1000.A.gateway, 1)} / ${fmt(cpuPer1000.A.broker, 1)} / ${fmt(cpuPer1000.A.postgres, 1)}`,
       'ms',
       `gateway / broker / PostgreSQL${cpuPer1000.A.gateway <= aims.gatewayCpuMsPer1000 ? '' : `  (gateway aim ${aims.gatewayCpuMsPer1000})`}; A0 producer ${fmt(cpuPer1000.A0.producer, 1)}`,
+    ],
+    [
+      'A  ceiling if CPU-bound',
+      fmt(aCeiling),
+      'targets/s',
+      `A/A0 <= ${(aCeiling / a0.targetsPerSecond).toFixed(2)} at this CPU per target; A/A0 = ${aims.aOverA0} needs the gateway <= ${fmt(gatewayForAim, 1)} ms per 1,000 (rest of A ${fmt(aRestPer1000, 1)})`,
     ],
     [
       'A  gateway CPU by thread',
