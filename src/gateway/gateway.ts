@@ -35,7 +35,12 @@ export async function startGateway(
   const sizes = splitPoolMax(config.database.poolMax);
   const pool = createPool(config.database.url, sizes.shared, 'connect-gateway', poolOptions);
   const tenantPool = createTenantPool(config.database.url, sizes.tenant, 'connect-gateway-tenant', poolOptions);
-  const edgePool = createTenantPool(config.database.url, config.database.edgePoolMax, 'connect-gateway-edge', poolOptions);
+  const edgePool = createTenantPool(
+    config.database.url,
+    config.database.edgePoolMax,
+    'connect-gateway-edge',
+    poolOptions,
+  );
   const endPools = () => Promise.all([pool.end(), tenantPool.end(), edgePool.end()]);
   try {
     await checkTenantScopeRole(pool); // a role that cannot serve tenant data stops the start, with what to grant

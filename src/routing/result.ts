@@ -61,7 +61,12 @@ function describeRoute(p: Problem, input: RouteSuggestionInput, route: Route, ve
   };
 }
 
-export function buildResult(p: Problem, input: RouteSuggestionInput, routes: readonly Route[], leftovers: readonly number[]): RouteSuggestionResult {
+export function buildResult(
+  p: Problem,
+  input: RouteSuggestionInput,
+  routes: readonly Route[],
+  leftovers: readonly number[],
+): RouteSuggestionResult {
   const reasons = new Map(p.rejected);
   for (const k of leftovers) reasons.set(p.inputIndex[k]!, leftoverReason(p, routes, k));
   const described = routes.map((r, i) => describeRoute(p, input, r, i + 1));

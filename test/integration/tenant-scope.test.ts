@@ -373,7 +373,9 @@ describe('tenant scope (row-level security)', () => {
   it("webhook endpoints: in A's scope, B's endpoint is neither seen nor deleted, nor one made for B", async () => {
     const { rows } = await pool.query('SELECT id, client_id FROM webhook_endpoints WHERE tenant_id = $1', [tenantB]);
     const ref = { endpointId: rows[0].id as string, clientId: rows[0].client_id as string };
-    expect(await scoped.run(tenantA, (tx) => getEndpoint(tx, ref, { endpointConcurrency: 4, endpointConcurrencyMax: 16 }))).toBeNull();
+    expect(
+      await scoped.run(tenantA, (tx) => getEndpoint(tx, ref, { endpointConcurrency: 4, endpointConcurrencyMax: 16 })),
+    ).toBeNull();
     expect(await scoped.transaction(tenantA, (tx) => deleteEndpoint(tx, ref))).toBe(false);
     const made = scoped.run(tenantA, (tx) =>
       createEndpoint(tx, { tenantId: tenantB, clientId: ref.clientId, url: 'https://example.com/', eventTypes: '*' }),

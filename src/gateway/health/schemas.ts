@@ -4,12 +4,9 @@ const dependencyCheckSchema = z
   .strictObject({
     status: z.enum(['Up', 'Down']),
     latencyMs: z.number().int().min(0).meta({ description: 'How long the probe took.' }),
-    error: z
-      .string()
-      .nullable()
-      .meta({
-        description: 'Why the probe failed (for PostgreSQL also "read-only" when it does not accept writes), or null.',
-      }),
+    error: z.string().nullable().meta({
+      description: 'Why the probe failed (for PostgreSQL also "read-only" when it does not accept writes), or null.',
+    }),
   })
   .meta({ id: 'DependencyCheckDto' });
 

@@ -21,8 +21,7 @@ export type TopicName = keyof ReturnType<typeof topicNames>;
 
 /** What each topic carries and what its messages are keyed by (published in the OpenAPI description). */
 export const topicPurposes: Record<TopicName, string> = {
-  inboundTargets:
-    "`inbound.targets.chunk` v2: chunks of an import job's accepted targets; key: import job id",
+  inboundTargets: "`inbound.targets.chunk` v2: chunks of an import job's accepted targets; key: import job id",
   inboundTargetsExpress:
     '`inbound.targets.chunk` v2 of imports of at most INBOUND_EXPRESS_MAX_TARGETS targets in one chunk (the express lane); key: import job id',
   appointments: 'submitted appointment requests to validate; key: appointment request id',

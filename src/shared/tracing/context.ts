@@ -60,11 +60,9 @@ export async function inSpan<T>(
   work: () => Promise<T>,
 ): Promise<T> {
   const parent = options.parent ?? context.active();
-  const span = trace.getTracer('connect-integration').startSpan(
-    name,
-    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes },
-    parent,
-  );
+  const span = trace
+    .getTracer('connect-integration')
+    .startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parent);
   try {
     return await context.with(trace.setSpan(parent, span), work);
   } catch (err) {
