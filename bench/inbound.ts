@@ -513,7 +513,7 @@ async function run() {
     aCpuBound: {
       ceilingTargetsPerSecond: round(aCeiling, 0),
       ceilingOverA0: round(aCeiling / a0.targetsPerSecond, 3),
-      otherCpuPer1000: round(aRestPer1000, 1),
+      restOfACpuPer1000: round(aRestPer1000, 1),
       gatewayCpuPer1000ForAim: round(gatewayForAim, 1),
     },
     ratios: {
