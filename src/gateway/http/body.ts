@@ -11,7 +11,10 @@ export const acceptedRequestMediaTypes = ['application/json', 'text/json', 'appl
 /** Taken only by routes that list it in requestMediaTypes (the OAuth token endpoint). */
 export const formMediaType = 'application/x-www-form-urlencoded';
 
-/** A client's share of body bytes (rate-limit/upload-quota.ts): charge throws 429 when `bytes` do not fit. */
+/**
+ * A client's share of body bytes (rate-limit/upload-quota.ts): charge throws 429 when `bytes` do
+ * not fit, an error whose `msBeforeRoom` (lingering-close.ts's roomAfterMs) says when the quota's window ends.
+ */
 export type BodyQuota = { charge(bytes: number): Promise<void> };
 
 /** What a body may be: at most limitBytes (413), arriving within deadlineMs (408), within quota (429). */

@@ -33,7 +33,8 @@ export const uploaderOf = (ctx: GatewayContext): Uploader => ({
  * The quota a body is charged to: its client's (an Integration Client id, or an address when
  * unauthenticated), at the client's own bytesPerSecond (admin CLI `client upload-quota`) or the
  * gateway's default, and its tenant's, shared by all of the tenant's clients. charge throws 429
- * when `bytes` more would take either past its window's bytes, and counts them in neither.
+ * (UploadQuotaExceeded, saying when the full window ends) when `bytes` more would take either
+ * past its window's bytes, and counts them in neither.
  */
 export type UploadQuota = (uploader: Uploader) => BodyQuota;
 
@@ -78,17 +79,27 @@ function quotaKind(scope: 'client' | 'tenant', pool: Pool | null, largestBodyByt
   };
 }
 
-function refusal(scope: 'client' | 'tenant', window: UploadWindow, msBeforeNext: number): AppError {
-  const { bytesPerSecond, windowBytes, windowSeconds } = window;
-  const retryAfterSeconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
-  return new AppError(
-    'upload_quota_exceeded',
-    `Upload quota${scope === 'tenant' ? " of the client's tenant" : ''} of ${windowBytes} body bytes per ${windowSeconds} s exceeded; retry after ${retryAfterSeconds} s.`,
-    null,
-    { quota: scope, bytesPerSecond, windowBytes, windowSeconds, retryAfterSeconds },
-    retryAfterSeconds,
-  );
+/** 429 upload_quota_exceeded; msBeforeRoom: when the window ends (the lingering close waits for it). */
+export class UploadQuotaExceeded extends AppError {
+  constructor(
+    scope: 'client' | 'tenant',
+    window: UploadWindow,
+    readonly msBeforeRoom: number,
+  ) {
+    const { bytesPerSecond, windowBytes, windowSeconds } = window;
+    const retryAfterSeconds = Math.max(1, Math.ceil(msBeforeRoom / 1000));
+    super(
+      'upload_quota_exceeded',
+      `Upload quota${scope === 'tenant' ? " of the client's tenant" : ''} of ${windowBytes} body bytes per ${windowSeconds} s exceeded; retry after ${retryAfterSeconds} s.`,
+      null,
+      { quota: scope, bytesPerSecond, windowBytes, windowSeconds, retryAfterSeconds },
+      retryAfterSeconds,
+    );
+  }
 }
+
+const refusal = (scope: 'client' | 'tenant', window: UploadWindow, msBeforeNext: number) =>
+  new UploadQuotaExceeded(scope, window, msBeforeNext);
 
 /** pool: where replicas share the counts (null: counted in this process only). */
 export function createUploadQuota(settings: UploadQuotaSettings, pool: Pool | null): UploadQuota {
