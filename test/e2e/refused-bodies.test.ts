@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { bearer, createClientWithKey, setUploadQuota } from '../support/fixtures.js';
+import { demo } from '../../src/admin/commands/demo.js';
+import { lingeringWaitingForRoom } from '../../src/gateway/http/lingering-close.js';
+import { admin, bearer, createClientWithKey, setUploadQuota, type Demo } from '../support/fixtures.js';
 import { rawUpload } from '../support/raw-upload.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { makeTargets } from '../support/targets.js';
@@ -12,14 +14,15 @@ import { scaled } from '../support/time-scale.js';
 // REFUSED_BODY_DRAIN_MS, the bytes charged to the sender's upload quota, and closes the connection.
 // A body without Content-Length is counted against the upload quota as it arrives and cut off
 // once past it. Batches up to 1 MiB; a client with a quota of 1 KiB/s has one window of 1 MiB for
-// 1024 s.
+// 1024 s, one of 512 KiB/s a window of 1 MiB every 2 s. Where the quota has no room, the discard
+// waits for its next window (issue 53), within the same bounds.
 const drainBytes = 256 * 1024;
 /** What the gateway may read past the bound: the socket read that crosses it, and one more while a chunk is charged. */
 const overshoot = 192 * 1024;
 let drainMs = 0;
 const suite = useGatewaySuite({
   env: () => {
-    drainMs = scaled(1000);
+    drainMs = scaled(3000); // longer than a window of 512 KiB/s (2 s)
     return {
       UPLOAD_BYTES_PER_SECOND: String(48 * 1024),
       INBOUND_BATCH_MAX_BYTES: String(1024 * 1024),
@@ -98,7 +101,7 @@ describe('a body refused before it is read', () => {
     expectCutAtBound(await send(await headers(), bigBody), status);
   });
 
-  it('is answered 429 past the upload quota, and not drained (the quota has no room)', async () => {
+  it('is answered 429 past the upload quota, and not drained (the quota has no room within the time bound)', async () => {
     const { clientId, headers } = await withKey('all');
     await setUploadQuota(suite.pool, clientId, 1024);
     expect(await accepted(headers, batchBody(2400, 'q1'))).toBe(200);
@@ -185,5 +188,62 @@ describe('the lingering close after a refusal', () => {
     expect(res.status).toBe(429);
     expect(answer.error.code).toBe('upload_quota_exceeded');
     expect(answer.error.details.quota).toBe('client');
+  });
+});
+
+describe('the lingering close where the upload quota has no room (issue 53)', () => {
+  /** A client of 512 KiB/s (a window of 1 MiB every 2 s) that has just spent 900 KiB of its window. */
+  async function spentClient(tag: string) {
+    const client = await withKey('all');
+    await setUploadQuota(suite.pool, client.clientId, 512 * 1024);
+    expect(await accepted(client.headers, batchBody(2400, tag))).toBe(200);
+    return client;
+  }
+  const textPlain = (headers: Record<string, string>) => ({ ...headers, 'Content-Type': 'text/plain' });
+
+  it('waits for the next window and reads a body within the bound to its end: the client is not reset', async () => {
+    const { headers } = await spentClient('w1');
+    // 200 KiB: more than the 124 KiB left of the window, less than the byte bound.
+    const res = await send(textPlain(headers), Buffer.alloc(200 * 1024, ' '));
+    expectAnsweredAndClosed(res, 415);
+    expect(res.serverBytesRead).toBe(res.requestBytes);
+    expect(res.clientBytesWritten).toBe(res.requestBytes);
+    expect(res.clientReset).toBe(false);
+  });
+
+  it('reads no further than the byte bound while it waits', async () => {
+    const { headers } = await spentClient('w2');
+    expectCutAtBound(await send(headers, bigBody), 413);
+  });
+
+  it("charges what it reads after the wait to the client's quota", async () => {
+    const { headers } = await spentClient('w3');
+    expectCutAtBound(await send(textPlain(headers), bigBody), 415);
+    // The next window holds the discard's bytes: 900 KiB more do not fit it.
+    const res = await fetch(new URL(batchPath, suite.gateway.url), {
+      method: 'POST',
+      headers,
+      body: batchBody(2400, 'w3-after'),
+    });
+    const answer = (await res.json()) as { error: { code: string; details: { quota: string } } };
+    expect(res.status).toBe(429);
+    expect(answer.error.code).toBe('upload_quota_exceeded');
+  });
+
+  it("leaves another tenant's uploads alone while a client's discard waits", async () => {
+    const { headers } = await spentClient('w4');
+    const other = ((await admin(suite.pool, demo, ['--name', 'other tenant'])) as Demo).clients.all!;
+    const otherHeaders = { ...json, ...bearer(other.apiKey) };
+    const discarded = send(textPlain(headers), bigBody);
+    // While the discard waits for the next window (unless the machine was slower than the window).
+    let done = false;
+    void discarded.finally(() => (done = true));
+    const deadline = Date.now() + scaled(15_000);
+    while (lingeringWaitingForRoom() === 0 && !done && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const statuses = await Promise.all([1, 2, 3].map((n) => accepted(otherHeaders, batchBody(600, `other-${n}`))));
+    expect(statuses).toEqual([200, 200, 200]);
+    expectCutAtBound(await discarded, 415);
   });
 });
