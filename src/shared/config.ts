@@ -245,6 +245,12 @@ const webhooks = section('webhook endpoints and their dispatcher', {
   breakerFailures: env('WEBHOOK_BREAKER_FAILURES', int(5, 1, 1000)).describe(
     'consecutive failed attempts to one endpoint that open its circuit breaker: nothing more is sent to it until a probe is due',
   ),
+  breakerFailureRatePercent: env('WEBHOOK_BREAKER_FAILURE_RATE_PERCENT', int(70, 0, 100)).describe(
+    "an endpoint's circuit breaker also opens when at least this percentage of its last `WEBHOOK_BREAKER_WINDOW` attempts failed (counted once it has made that many since its breaker last closed); `0`: only failures in a row open it",
+  ),
+  breakerWindow: env('WEBHOOK_BREAKER_WINDOW', int(10, 2, 62)).describe(
+    'the recent attempts to one endpoint whose failure rate the breaker looks at, and the fewest it needs to open on the rate',
+  ),
   breakerOpenMs: env('WEBHOOK_BREAKER_OPEN_MS', int(30_000, 100, 86_400_000)).describe(
     'how long an opened breaker sends nothing before it lets one probe through; doubled after each failed probe',
   ),

@@ -84,7 +84,7 @@ describe('deleting a webhook endpoint', () => {
         30_000,
         'the delete waiting for the recorder',
       );
-      await recorder.query(endpointSucceeded, [endpoint.endpointId]);
+      await recorder.query(endpointSucceeded, [endpoint.endpointId, 10]);
       await recorder.query('COMMIT');
       expect(await deleting).toBe(true);
     } finally {

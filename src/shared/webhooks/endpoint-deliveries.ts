@@ -5,6 +5,18 @@ import { iso } from '../iso-time.js';
 // Deliveries of webhook endpoints: attempts made, replays, test events. Callers check that the
 // endpoint and the event are the caller's (see endpoints.ts, EndpointRef).
 
+/**
+ * Notified (empty payload) in a transaction that makes deliveries due without inserting an event
+ * (whose own NOTIFY, channel webhook_event, wakes the dispatcher): a replay, an endpoint enabled
+ * again. Delivered at its commit, so the dispatcher it wakes (workers/webhooks/wake.ts) finds them.
+ */
+export const deliveryChannel = 'webhook_delivery';
+
+/** Wakes the dispatchers: in db's transaction (delivered at its commit), or after the statement that committed. */
+export const notifyDeliveriesDue = async (db: Tx) => {
+  await db.query('SELECT pg_notify($1, $2)', [deliveryChannel, '']);
+};
+
 /** The type of test events: sent to one endpoint on request, never to others, never in the feed. */
 export const testEventType = 'webhook.test';
 
@@ -71,6 +83,7 @@ export async function replayEvent(
                (SELECT status FROM webhook_endpoints WHERE id = endpoint_id) AS endpoint_status`,
     [event.id, event.client_id, endpointId ?? event.type],
   );
+  if (rows.length > 0) await notifyDeliveriesDue(db);
   return rows.map((r) => ({
     endpointId: r.endpoint_id as string,
     url: r.url as string,
@@ -96,6 +109,7 @@ export async function replayFailedSince(db: Tx, endpointId: string, since: Date)
      ${requeue}`,
     [endpointId, since, testEventType],
   );
+  if (rowCount) await notifyDeliveriesDue(db);
   return rowCount ?? 0;
 }
 

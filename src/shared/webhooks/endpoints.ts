@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { notifyDeliveriesDue } from './endpoint-deliveries.js';
 import type { Tx } from './outbox.js';
 import { generateWebhookSecret } from './signing.js';
 import { iso } from '../iso-time.js';
@@ -228,7 +229,7 @@ export async function setEndpointStatus(db: Tx, ref: EndpointRef, status: 'Activ
     status === 'Active'
       ? `UPDATE webhook_endpoints ep SET status = 'Active', disabled_reason = NULL, disabled_at = NULL,
                 consecutive_failures = 0, breaker_opened_at = NULL, breaker_probe_at = NULL, breaker_trips = 0,
-                updated_at = now()
+                recent_failures_mask = 0, recent_attempts = 0, updated_at = now()
           WHERE ${refWhere} RETURNING id, status, disabled_reason, disabled_at`
       : `UPDATE webhook_endpoints ep SET status = 'Disabled', disabled_reason = $3,
                 disabled_at = coalesce(disabled_at, now()), updated_at = now()
@@ -236,6 +237,7 @@ export async function setEndpointStatus(db: Tx, ref: EndpointRef, status: 'Activ
     status === 'Active' ? refValues(ref) : [...refValues(ref), reason],
   );
   const r = rows[0];
+  if (r && status === 'Active') await notifyDeliveriesDue(db); // its waiting deliveries are due again
   return r
     ? {
         endpointId: r.id as string,

@@ -1,5 +1,4 @@
-import { inTransaction, type Pool } from '../db/pool.js';
-import { deleteDeliveries } from './endpoints.js';
+import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
 
 // The event feed's order (see migrations/0016, 0022): feed_seq (across clients) and client_seq
 // (the client's own positions, what its cursors hold) are assigned to committed events only, by
@@ -58,13 +57,30 @@ export async function sequenceEvents(pool: Pool): Promise<number> {
 /** Events examined per pruning step. */
 const pruneBatch = 1000;
 
+/** Rows one pruning statement deletes at most (attempts, deliveries; Svix and River delete in such batches). */
+export const pruneDeleteBatch = 5000;
+
+/** How long one pruning statement may take (SET LOCAL statement_timeout): a batch, never a table scan's worth. */
+export const pruneStatementTimeoutMs = 30_000;
+
+/** A transaction of the pruner, its statements bounded by pruneStatementTimeoutMs. */
+const pruneTx = <T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>) =>
+  inTransaction(pool, async (tx) => {
+    await tx.query(`SET LOCAL statement_timeout = ${pruneStatementTimeoutMs}`);
+    return fn(tx);
+  });
+
 /**
  * Deletes the events recorded more than retentionMs ago, with their deliveries and attempts
  * (also those still waiting, e.g. on a disabled endpoint: retention bounds the history), as a
- * prefix of the feed's order: it stops at the first event still within retention. A client's
- * readers see what went from its kept events (one transaction deletes each step). The watermark,
+ * prefix of the feed's order: it stops at the first event still within retention. The watermark,
  * where the next step starts, moves first in a statement of its own: it is event_feed_head's row,
- * which sequencing locks, so it is not held while the step deletes. Returns how many went.
+ * which sequencing locks, so it is not held while the step deletes; a reader's cursor at or before
+ * it is told it is gone from then on. Each step (up to pruneBatch events) then deletes in bounded
+ * transactions, each statement at most pruneDeleteBatch rows under pruneStatementTimeoutMs: the
+ * attempts, then the deliveries (each batch locked first, with the attempts recorded since, in the
+ * order a dispatcher recording an attempt locks them), then the events. Returns how many events
+ * went. Run by one dispatcher at a time (workers/webhooks/prune.ts); safe, if wasteful, side by side.
  */
 export async function pruneEvents(pool: Pool, retentionMs: number): Promise<number> {
   await sequenceEvents(pool); // old events nobody read yet get their positions, then go in order
@@ -80,13 +96,45 @@ export async function pruneEvents(pool: Pool, retentionMs: number): Promise<numb
     const upTo = firstKept === -1 ? rows.at(-1) : rows[firstKept - 1];
     if (!upTo) return total;
     await pool.query('UPDATE event_feed_head SET pruned_through = greatest(pruned_through, $1)', [upTo.feed_seq]);
-    total += await inTransaction(pool, async (tx) => {
-      const doomed = (
-        await tx.query<{ id: string }>('SELECT id FROM webhook_events WHERE feed_seq <= $1', [upTo.feed_seq])
-      ).rows.map((r) => r.id);
-      await deleteDeliveries(tx, 'event_id', doomed);
-      return (await tx.query('DELETE FROM webhook_events WHERE id = ANY($1)', [doomed])).rowCount ?? 0;
-    });
+    total += await pruneThrough(pool, upTo.feed_seq);
     if (firstKept !== -1 || rows.length < pruneBatch) return total;
   }
+}
+
+/** Deletes the events at or before feed position upTo (past the watermark), in bounded batches. */
+async function pruneThrough(pool: Pool, upTo: string): Promise<number> {
+  const doomed = (
+    await pool.query<{ id: string }>('SELECT id FROM webhook_events WHERE feed_seq <= $1', [upTo])
+  ).rows.map((r) => r.id);
+  if (doomed.length === 0) return 0;
+  const inBatches = async (sql: string) => {
+    for (;;) {
+      const n = await pruneTx(pool, async (tx) => (await tx.query(sql, [doomed, pruneDeleteBatch])).rowCount ?? 0);
+      if (n < pruneDeleteBatch) return;
+    }
+  };
+  await inBatches(
+    `DELETE FROM webhook_attempts WHERE id = ANY(ARRAY(
+       SELECT id FROM webhook_attempts WHERE event_id = ANY($1) LIMIT $2))`,
+  );
+  // Deliveries: each batch locked first, then the attempts recorded since the sweep above (by a
+  // dispatcher still trying one), then the batch: the order a dispatcher recording an attempt locks.
+  for (;;) {
+    const n = await pruneTx(pool, async (tx) => {
+      const ids = (
+        await tx.query<{ id: string }>(
+          'SELECT id FROM webhook_deliveries WHERE event_id = ANY($1) LIMIT $2 FOR UPDATE',
+          [doomed, pruneDeleteBatch],
+        )
+      ).rows.map((r) => r.id);
+      if (ids.length === 0) return 0;
+      await tx.query('DELETE FROM webhook_attempts WHERE delivery_id = ANY($1)', [ids]);
+      return (await tx.query('DELETE FROM webhook_deliveries WHERE id = ANY($1)', [ids])).rowCount ?? 0;
+    });
+    if (n < pruneDeleteBatch) break;
+  }
+  return pruneTx(
+    pool,
+    async (tx) => (await tx.query('DELETE FROM webhook_events WHERE id = ANY($1)', [doomed])).rowCount ?? 0,
+  );
 }

@@ -12,15 +12,24 @@ import { postWebhook, type AttemptResult } from './post.js';
 import { startEventPruner } from './prune.js';
 import { recordOutcome, type Claimed, type Recorded, type RecordSettings } from './record.js';
 import { beginAttempt, claimDeliveries, claimLockId } from './sql.js';
+import { listenForDueDeliveries } from './wake.js';
 
-export type DispatcherDeps = { webhooks: Config['webhooks']; logger: Logger; pool: Pool; metrics?: WorkerMetrics };
+export type DispatcherDeps = {
+  webhooks: Config['webhooks'];
+  logger: Logger;
+  pool: Pool;
+  metrics?: WorkerMetrics;
+  /** Where to LISTEN for deliveries coming due (wake.ts); without it the dispatcher only polls. */
+  databaseUrl?: string;
+};
 
 /** How long a lease lasts from the attempt's start: its timeout plus time to record its outcome. */
 export const leaseMs = (webhooks: Pick<Config['webhooks'], 'timeoutMs'>) => webhooks.timeoutMs + 5000;
 
 /**
  * The loop's states. polling: claims what its free slots may take. waiting: nothing more to
- * claim now; the poll interval or a slot coming free ends it. backingOff: PostgreSQL did not
+ * claim now; the poll interval, a slot coming free or a notification that deliveries came due
+ * (wake.ts) ends it. backingOff: PostgreSQL did not
  * answer the last poll (its failures in a row); only stop() cuts the wait short.
  */
 type LoopState =
@@ -30,7 +39,8 @@ type LoopState =
   | { name: 'stopped' };
 
 /**
- * The webhook dispatcher: polls PostgreSQL for due deliveries and claims them with a lease (any
+ * The webhook dispatcher: claims due deliveries from PostgreSQL with a lease, woken by the NOTIFY
+ * of the transaction that made them due (wake.ts) and polling as the backstop (any
  * number of dispatcher processes share the work; one that dies leaves leases that expire), fairly
  * (sql.ts claimDeliveries: each endpoint its share in flight, each tenant its share of this
  * process's slots, round robin across tenants), POSTs each signed event with a per-attempt
@@ -39,17 +49,25 @@ type LoopState =
  * backed off as a whole by its breaker (breaker.ts). PostgreSQL going away stops nothing: polls
  * back off and go on, outcomes wait to be recorded.
  */
-export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetrics }: DispatcherDeps): {
+export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetrics, databaseUrl }: DispatcherDeps): {
   stop(): Promise<void>;
+  /** Whether it is woken by NOTIFY now (its LISTEN connection is up); false without databaseUrl. */
+  listening(): boolean;
 } {
   const log = logger.child({ worker: 'webhooks' });
   const slots = new DispatcherSlots(webhooks.concurrency, webhooks.tenantSharePercent);
   const stopped = new AbortController();
-  let slotFreed = new AbortController(); // aborted when a slot comes free: a waiting loop polls at once
+  // Aborted when a slot comes free or deliveries came due (a NOTIFY): a waiting loop polls at once.
+  // One that comes during a poll is kept, so the wait after that poll ends at once: the poll's
+  // snapshot may have missed what the notification announced.
+  let pollNow = new AbortController();
+  const wake = () => pollNow.abort();
+  const listener = databaseUrl ? listenForDueDeliveries(databaseUrl, wake, log) : null;
   const settings: RecordSettings = {
     retryScheduleMs: webhooks.retryScheduleMs,
     breaker: {
       failures: webhooks.breakerFailures,
+      rate: { percent: webhooks.breakerFailureRatePercent, window: webhooks.breakerWindow },
       open: { baseMs: webhooks.breakerOpenMs, maxMs: webhooks.breakerOpenMaxMs, attempts: Infinity },
     },
   };
@@ -96,8 +114,8 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
         return claimed.length === free ? { name: 'polling', failures: 0 } : { name: 'waiting' };
       }
       case 'waiting': {
-        await pause(webhooks.pollIntervalMs, AbortSignal.any([stopped.signal, slotFreed.signal]));
-        if (slotFreed.signal.aborted) slotFreed = new AbortController();
+        await pause(webhooks.pollIntervalMs, AbortSignal.any([stopped.signal, pollNow.signal]));
+        if (pollNow.signal.aborted) pollNow = new AbortController();
         return { name: 'polling', failures: 0 };
       }
       case 'backingOff': {
@@ -117,7 +135,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
         log.error({ err, eventId: d.event_id, endpointId: d.endpoint_id }, 'webhook attempt could not be recorded'),
       ),
     );
-    void inSlot.finally(() => slotFreed.abort());
+    void inSlot.finally(wake);
   }
 
   async function attempt(d: Claimed): Promise<void> {
@@ -212,9 +230,10 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   })();
 
   return {
+    listening: () => listener?.listening() ?? false,
     async stop() {
       stopped.abort();
-      await loop;
+      await Promise.all([loop, listener?.close()]);
       await slots.settled(); // in-flight attempts finish (each bounded by the timeout)
     },
   };
@@ -225,8 +244,12 @@ export const webhookDispatcher: PollingWorker = {
   name: 'webhooks',
   polling: true,
   start: async (deps) => {
-    const dispatcher = startDispatcher({ ...deps, webhooks: deps.config.webhooks });
-    const pruner = startEventPruner({ ...deps, events: deps.config.events });
+    const dispatcher = startDispatcher({
+      ...deps,
+      webhooks: deps.config.webhooks,
+      databaseUrl: deps.config.database.url,
+    });
+    const pruner = startEventPruner({ ...deps, events: deps.config.events, databaseUrl: deps.config.database.url });
     return {
       async stop() {
         await Promise.all([dispatcher.stop(), pruner.stop()]);

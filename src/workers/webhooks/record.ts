@@ -70,7 +70,7 @@ export function recordOutcome(
       result.responseSnippet,
       startedAt,
     ]);
-    if (result.outcome === 'Succeeded') return succeeded(tx, d);
+    if (result.outcome === 'Succeeded') return succeeded(tx, d, settings.breaker);
     const retryInMs = listedDelayMs(settings.retryScheduleMs, d.round_attempts);
     return retryInMs === null
       ? gaveUp(tx, d, result, settings.breaker)
@@ -78,10 +78,10 @@ export function recordOutcome(
   });
 }
 
-async function succeeded(tx: PoolClient, d: Claimed): Promise<Recorded> {
+async function succeeded(tx: PoolClient, d: Claimed, breaker: BreakerSettings): Promise<Recorded> {
   if ((await tx.query(markSucceeded, [d.id, d.lease_token])).rowCount === 0) return leaseLost;
   const health = await lockHealth(tx, d.endpoint_id);
-  await tx.query(endpointSucceeded, [d.endpoint_id]);
+  await tx.query(endpointSucceeded, [d.endpoint_id, breaker.rate.window]);
   return { outcome: 'succeeded', breakerClosed: health.open };
 }
 
@@ -117,7 +117,12 @@ async function gaveUp(tx: PoolClient, d: Claimed, result: AttemptResult, breaker
 /** One more failure of the endpoint; opens its breaker when breaker.ts says so. */
 async function endpointFails(tx: PoolClient, d: Claimed, breaker: BreakerSettings): Promise<BreakerOpened | null> {
   const next = afterFailure(await lockHealth(tx, d.endpoint_id), breaker);
-  await tx.query(endpointFailed, [d.endpoint_id, next.opens ? next.waitMs : null, next.opens ? next.trips : null]);
+  await tx.query(endpointFailed, [
+    d.endpoint_id,
+    breaker.rate.window,
+    next.opens ? next.waitMs : null,
+    next.opens ? next.trips : null,
+  ]);
   return next.opens ? { waitMs: next.waitMs, trips: next.trips } : null;
 }
 

@@ -111,26 +111,39 @@ export const markGaveUp = `
          updated_at = now()
    WHERE id = $1 AND lease_token = $2`;
 
-/** A success resets the failures and closes the breaker. */
+// The breaker's window (breaker.ts): the last $2 attempts' outcomes as a bit mask (bit 0 the
+// newest, 1 = failed) and how many it holds (at most $2). Shifted by every recorded outcome.
+const pushOutcome = (failed: 0 | 1) => `((recent_failures_mask << 1) | ${failed}) & ((1::bigint << $2::integer) - 1)`;
+
+/**
+ * A success resets the failures and closes the breaker; $2 the window. When the breaker was open
+ * (this was its probe), the window starts afresh: the failures that opened it do not count again.
+ */
 export const endpointSucceeded = `
   UPDATE webhook_endpoints
      SET consecutive_failures = 0, last_success_at = now(), breaker_opened_at = NULL, breaker_probe_at = NULL,
-         breaker_trips = 0, updated_at = now()
+         breaker_trips = 0, updated_at = now(),
+         recent_failures_mask = CASE WHEN breaker_opened_at IS NULL THEN ${pushOutcome(0)} ELSE 0 END,
+         recent_attempts = CASE WHEN breaker_opened_at IS NULL THEN least(recent_attempts + 1, $2::integer) ELSE 0 END
    WHERE id = $1`;
 
 /** The endpoint's failures and breaker, locked until the outcome is recorded (breaker.ts decides what changes). */
 export const lockEndpointHealth = `
-  SELECT consecutive_failures, breaker_trips, breaker_opened_at IS NOT NULL AS open,
+  SELECT consecutive_failures, breaker_trips, recent_failures_mask, recent_attempts, breaker_opened_at IS NOT NULL AS open,
          breaker_probe_at <= now() AS probe_due
     FROM webhook_endpoints WHERE id = $1 FOR UPDATE`;
 
-/** One more failure; with $2 (ms), the breaker opens (again) until now + $2, $3 its opens in a row. */
+/**
+ * One more failure, $2 the window; with $3 (ms), the breaker opens (again) until now + $3, $4 its
+ * opens in a row.
+ */
 export const endpointFailed = `
   UPDATE webhook_endpoints
      SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
-         breaker_opened_at = CASE WHEN $2::integer IS NULL THEN breaker_opened_at ELSE coalesce(breaker_opened_at, now()) END,
-         breaker_probe_at = CASE WHEN $2::integer IS NULL THEN breaker_probe_at ELSE now() + $2 * interval '1 millisecond' END,
-         breaker_trips = coalesce($3, breaker_trips), updated_at = now()
+         recent_failures_mask = ${pushOutcome(1)}, recent_attempts = least(recent_attempts + 1, $2::integer),
+         breaker_opened_at = CASE WHEN $3::integer IS NULL THEN breaker_opened_at ELSE coalesce(breaker_opened_at, now()) END,
+         breaker_probe_at = CASE WHEN $3::integer IS NULL THEN breaker_probe_at ELSE now() + $3 * interval '1 millisecond' END,
+         breaker_trips = coalesce($4, breaker_trips), updated_at = now()
    WHERE id = $1`;
 
 /** After a delivery gave up: the endpoint is disabled (once) with the reason; returns a row only then. */
