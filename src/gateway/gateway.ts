@@ -34,13 +34,24 @@ export async function startGateway(
   // Separate budgets (see WriteDeps): connections waiting for Kafka never starve reads.
   const sizes = splitPoolMax(config.database.poolMax);
   const pool = createPool(config.database.url, sizes.shared, 'connect-gateway', poolOptions);
-  const tenantPool = createTenantPool(config.database.url, sizes.tenant, 'connect-gateway-tenant', poolOptions);
-  const edgePool = createTenantPool(
-    config.database.url,
-    config.database.edgePoolMax,
-    'connect-gateway-edge',
-    poolOptions,
-  );
+  // Each tenant holds at most its share of a scoped pool (db/tenant-shares.ts), so one tenant's
+  // requests never keep another's waiting for a connection.
+  const shares = {
+    sharePercent: config.database.tenantSharePercent,
+    queuePerTenant: config.database.tenantQueue,
+    waitMs: tenantShareWaitMs,
+  };
+  const tenantPool = createTenantPool(config.database.url, sizes.tenant, 'connect-gateway-tenant', {
+    ...poolOptions,
+    shares,
+    // A request's read runs no longer than this: cancelled and answered, not holding a connection.
+    // Not on the edge pool: its transactions wait for Kafka between statements, not in one.
+    statementTimeoutMs: config.database.statementTimeoutMs,
+  });
+  const edgePool = createTenantPool(config.database.url, config.database.edgePoolMax, 'connect-gateway-edge', {
+    ...poolOptions,
+    shares,
+  });
   const endPools = () => Promise.all([pool.end(), tenantPool.end(), edgePool.end()]);
   try {
     await checkTenantScopeRole(pool); // a role that cannot serve tenant data stops the start, with what to grant
@@ -125,6 +136,9 @@ export async function startGateway(
     },
   };
 }
+
+/** How long a request waits in its tenant's queue for a connection: the pools' own wait for one. */
+export const tenantShareWaitMs = 5000;
 
 /**
  * DATABASE_POOL_MAX is the gateway's connections besides the edge ones, split: a quarter (at least

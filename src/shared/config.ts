@@ -71,6 +71,15 @@ const database = section('PostgreSQL', {
   edgePoolMax: env('DATABASE_EDGE_POOL_MAX', int(10, 1, 1000)).describe(
     "gateway only: connections of edge transactions, which wait for Kafka's acknowledgement; a separate budget so waiting writes never starve reads",
   ),
+  tenantSharePercent: env('DATABASE_TENANT_SHARE_PERCENT', int(50, 1, 100)).describe(
+    "gateway only: the most of each tenant-scoped pool's connections (the reads' and short writes' `DATABASE_POOL_MAX` less a quarter; the edge pool's `DATABASE_EDGE_POOL_MAX`) one tenant's requests hold at once (at least one); beyond, they wait in the tenant's own queue, and a connection that comes free goes to the waiting tenant holding the fewest, so one tenant's load never delays another's checkout by more than one release ([operations.md](operations.md#database-shares))",
+  ),
+  tenantQueue: env('DATABASE_TENANT_QUEUE', int(32, 0, 10_000)).describe(
+    'gateway only: requests of one tenant waiting for a connection past its share, per pool and replica; beyond, and after waiting 5 s, 429 `database_share_exceeded` + `Retry-After`',
+  ),
+  statementTimeoutMs: env('DATABASE_STATEMENT_TIMEOUT_MS', int(3000, 100, 600_000)).describe(
+    "gateway only: PostgreSQL's `statement_timeout` on the connections of requests' reads and short writes: a statement that runs longer is cancelled and answered 503 `service_busy` + `Retry-After`, instead of holding a connection; below the 5 s a request waits for one, and well above what a request's statement takes on a full database (docs/benchmarks.md, bench:reads)",
+  ),
   queryTimeoutMs: env('DATABASE_QUERY_TIMEOUT_MS', int(10_000, 1000, 3_600_000)).describe(
     "how long a gateway or worker waits for PostgreSQL's answer to one statement (`COMMIT` included) before it gives that connection up: the gateway answers 503 + `Retry-After`, a worker waits and applies again (never dead-letters). Bounds a commit waiting for a synchronous standby that is gone and a server that vanished without closing its connections; must exceed the slowest statement a loaded server takes (a worker's chunk apply)",
   ),

@@ -127,6 +127,13 @@ export const errorCatalogue = {
       'requests in flight (GATEWAY_MEMORY_BUDGET_BYTES, IN_FLIGHT_CLIENT_SHARE_PERCENT, IN_FLIGHT_TENANT_SHARE_PERCENT) ' +
       'is held by its other requests; the body was not read and the connection is closed. Retry after Retry-After seconds.',
   },
+  database_share_exceeded: {
+    kind: 'rate_limited',
+    description:
+      "The tenant's requests hold its share of the gateway's database connections (DATABASE_TENANT_SHARE_PERCENT) " +
+      'and its queue for more is full (DATABASE_TENANT_QUEUE) or this request waited in it as long as it may; ' +
+      'nothing was done. Retry after Retry-After seconds, or send fewer requests at once.',
+  },
   service_unavailable: {
     kind: 'unavailable',
     description: 'A dependency (PostgreSQL or Kafka) cannot take the work now; nothing was accepted. Retry later.',

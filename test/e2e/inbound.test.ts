@@ -275,7 +275,49 @@ describe('import job reads', () => {
     await eventually(async () => ((await list('?status=Completed')).body.total === 5 ? true : undefined));
     expect((await list('?status=Queued')).body.total).toBe(0);
     const pastTheEnd = await list('?skip=5&take=2');
-    expect(pastTheEnd.body).toMatchObject({ items: [], total: 5, skip: 5 });
+    expect(pastTheEnd.body).toMatchObject({ items: [], total: 5, totalIsExact: true, skip: 5, nextCursor: null });
+
+    // The cursor walk: each page's nextCursor gives the next, with the filters kept, to the end.
+    const walked: number[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const page = await list(`?take=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).toBe(200);
+      walked.push(...page.body.items.map((j: { importJobId: number }) => j.importJobId));
+      cursor = page.body.nextCursor;
+    }
+    expect(walked).toEqual([...ids].reverse());
+    const oddFirst = await list('?sourceSystem=odd&take=1');
+    const oddNext = await list(`?sourceSystem=odd&take=1&cursor=${oddFirst.body.nextCursor}`);
+    expect(oddNext.body.items.map((j: { importJobId: number }) => j.importJobId)).toEqual([ids[1]]);
+    expect(oddNext.body.nextCursor).toBeNull();
+    // Jobs created after the first page never shift the pages a cursor leads to.
+    const first = await list('?take=2');
+    await post('/api/v1/inbound/targets', { sourceSystem: 'even', ...makeTargets(1, 'later')[0] }, {}, c.apiKey);
+    const second = await list(`?take=2&cursor=${first.body.nextCursor}`);
+    expect(second.body.items.map((j: { importJobId: number }) => j.importJobId)).toEqual([ids[2], ids[1]]);
+  });
+
+  it('bounds offset paging and refuses cursors it did not hand out, with 400 field errors', async () => {
+    const list = (q: string) => suite.api.get(`/api/v1/import-jobs${q}`, { headers: bearer(key()) });
+    expect((await list('?skip=10000')).status).toBe(200);
+    const tooDeep = await list('?skip=10001');
+    expect(tooDeep.status).toBe(400);
+    expect(tooDeep.body.error.fieldErrors.skip[0]).toMatch(/cursor/);
+    const cursor = Buffer.from('import-jobs:12').toString('base64url');
+    expect((await list(`?cursor=${cursor}`)).status).toBe(200);
+    const both = await list(`?cursor=${cursor}&skip=3`);
+    expect(both.status).toBe(400);
+    expect(both.body.error.fieldErrors).toHaveProperty('skip');
+    for (const bad of [
+      'abc',
+      Buffer.from('webhook-attempts:12').toString('base64url'),
+      Buffer.from('import-jobs:-1').toString('base64url'),
+    ]) {
+      const res = await list(`?cursor=${bad}`);
+      expect(res.status).toBe(400);
+      expect(res.body.error.fieldErrors).toHaveProperty('cursor');
+    }
   });
 
   it('enforces the take maximum and valid filters with 400 field errors', async () => {

@@ -3,7 +3,7 @@ import { isPostgresUnavailable } from '../../shared/db/errors.js';
 import { abandonTransaction } from '../../shared/db/pool.js';
 import type { TenantPool, TenantTx } from '../../shared/db/tenant-scope.js';
 import { lockEdgeRecord } from '../../shared/edge-lock.js';
-import { busy, unavailable, type AppError } from '../../shared/errors.js';
+import { AppError, busy, unavailable } from '../../shared/errors.js';
 import type { MessageBus, OutboundMessage } from '../../shared/kafka/bus.js';
 import { causeOfEdgeWait, edgeTransactionsOf } from './edge-wait.js';
 
@@ -58,7 +58,8 @@ export async function recordThenProduce<T>(
   let tx: TenantTx;
   try {
     tx = await deps.edgePool.connect(tenantId);
-  } catch {
+  } catch (err) {
+    if (err instanceof AppError) throw err; // the tenant's share of the pool is held (429)
     throw noConnection(deps, waitStarted);
   }
   const state = transactions.begin();

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import { isPostgresUnavailable } from '../../shared/db/errors.js';
-import { AppError, unavailable } from '../../shared/errors.js';
+import { AppError, busy, unavailable } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { ClientLeftError } from './client-left.js';
 import { renderError, statusOfKind } from './error-mapping.js';
@@ -46,5 +46,10 @@ function toAppError(thrown: unknown): AppError {
   // Any path that meets PostgreSQL not serving writes (unreachable, read-only during a failover:
   // isPostgresUnavailable) answers 503 + Retry-After, never 500.
   if (isPostgresUnavailable(thrown)) return unavailable('PostgreSQL');
+  // The request's statement ran past DATABASE_STATEMENT_TIMEOUT_MS and PostgreSQL cancelled it:
+  // PostgreSQL serves, but not this request now.
+  if ((thrown as { code?: unknown } | null)?.code === '57014') {
+    return busy('PostgreSQL took longer than DATABASE_STATEMENT_TIMEOUT_MS for this request and stopped it');
+  }
   return new AppError('internal_error', 'An unexpected error occurred; it was logged with the request id.');
 }

@@ -2,7 +2,15 @@ import type { Config } from '../../shared/config.js';
 import type { TenantPool } from '../../shared/db/tenant-scope.js';
 import { notFound } from '../../shared/errors.js';
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
-import { importJobIdParamsSchema, importJobListSchema, importJobSchema, listImportJobsQuery } from './schemas.js';
+import {
+  importJobIdParamsSchema,
+  importJobListSchema,
+  importJobSchema,
+  importJobsCursor,
+  importJobsTotalLimit,
+  listImportJobsQuery,
+  maxImportJobsSkip,
+} from './schemas.js';
 import { findImportJob, listImportJobs } from './store.js';
 
 export const importJobRoutes = (pool: TenantPool, inbound: Config['inbound']): RouteDefinition[] => [
@@ -11,14 +19,20 @@ export const importJobRoutes = (pool: TenantPool, inbound: Config['inbound']): R
     path: '/api/v1/import-jobs',
     operationId: 'listImportJobs',
     summary: "The caller's own import jobs, newest first",
-    description: `Only jobs created by the calling Integration Client. Paged with skip/take (take ≤ ${inbound.importJobsMaxTake}; more is a 400).`,
+    description:
+      `Only jobs created by the calling Integration Client. Paged by cursor (each page's nextCursor as the next ` +
+      `request's cursor: the same cost at any depth) or with skip/take (skip ≤ ${maxImportJobsSkip}, ` +
+      `take ≤ ${inbound.importJobsMaxTake}; more is a 400). total counts at most ${importJobsTotalLimit} jobs.`,
     tag: 'Import jobs',
     auth: 'apiKey',
     query: listImportJobsQuery(inbound.importJobsMaxTake),
     responses: { 200: { description: 'A page of import jobs', schema: importJobListSchema } },
     async handler({ query, client }) {
-      const page = await pool.run(client.tenantId, (tx) => listImportJobs(tx, client.clientId, query));
-      return { status: 200, body: { ...page, skip: query.skip, take: query.take } };
+      const { items, total, totalIsExact, lastId } = await pool.run(client.tenantId, (tx) =>
+        listImportJobs(tx, client.clientId, { ...query, afterId: query.cursor }, importJobsTotalLimit),
+      );
+      const nextCursor = lastId === null ? null : importJobsCursor.after(lastId);
+      return { status: 200, body: { items, total, totalIsExact, skip: query.skip, take: query.take, nextCursor } };
     },
   }),
   defineRoute({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { pageSizeQuery } from '../../shared/common-schemas.js';
+import { pageCursor } from '../../shared/page-cursor.js';
 import { importJobStatuses, maxStoredItemErrors } from '../../shared/inbound/import-job.js';
 
 export const importJobStatusSchema = z.enum(importJobStatuses).meta({
@@ -56,12 +57,34 @@ export const importJobSchema = z
 
 export type ImportJobDto = z.infer<typeof importJobSchema>;
 
+/** Deepest offset page (skip); deeper pages follow nextCursor, whose cost does not grow with depth. */
+export const maxImportJobsSkip = 10_000;
+/** The most matching jobs a list counts for `total`: counting a whole year of history per page would cost more than the page. */
+export const importJobsTotalLimit = 10_000;
+
+export const importJobsCursor = pageCursor('import-jobs');
+
 export const importJobListSchema = z
   .strictObject({
     items: z.array(importJobSchema),
-    total: int().meta({ description: 'Jobs matching the filters.' }),
+    total: int().meta({
+      description:
+        `Jobs matching the filters, counted up to ${importJobsTotalLimit}: when more match, this is ${importJobsTotalLimit} ` +
+        'and totalIsExact is false. Counted on each request (not kept), at most that many rows read.',
+    }),
+    totalIsExact: z
+      .boolean()
+      .meta({ description: `false when more than ${importJobsTotalLimit} jobs match (total is then a lower bound).` }),
     skip: int(),
     take: int(),
+    nextCursor: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'Pass as `cursor` (with the same filters and take) for the page after this one, however deep: its cost does not ' +
+          'grow with depth, and jobs created meanwhile never shift it. null: this is the last page.',
+      }),
   })
   .meta({ id: 'ImportJobList' });
 
@@ -74,9 +97,26 @@ export const importJobIdParamsSchema = z.strictObject({
 });
 
 export const listImportJobsQuery = (maxTake: number) =>
-  z.strictObject({
-    status: importJobStatusSchema.optional(),
-    sourceSystem: z.string().min(1).max(100).optional(),
-    skip: z.coerce.number().int().min(0).max(2_147_483_647).default(0),
-    take: pageSizeQuery(maxTake, 50),
-  });
+  z
+    .strictObject({
+      status: importJobStatusSchema.optional(),
+      sourceSystem: z.string().min(1).max(100).optional(),
+      skip: z.coerce
+        .number()
+        .int()
+        .min(0)
+        .max(
+          maxImportJobsSkip,
+          `must be at most ${maxImportJobsSkip}; page deeper with cursor (each page's nextCursor)`,
+        )
+        .default(0)
+        .meta({
+          description: `Jobs to pass over, 0 … ${maxImportJobsSkip}; deeper pages: follow nextCursor. Not with cursor.`,
+        }),
+      take: pageSizeQuery(maxTake, 50),
+      cursor: importJobsCursor.query(),
+    })
+    .refine((q) => q.cursor === undefined || q.skip === 0, {
+      path: ['skip'],
+      message: 'cannot be combined with cursor (the cursor says where the page starts)',
+    });

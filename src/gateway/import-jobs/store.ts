@@ -39,21 +39,41 @@ export async function findImportJob(db: TenantTx, clientId: string, id: string):
   return rows[0] ? toImportJobDto(rows[0]) : null;
 }
 
+export type ImportJobPage = { items: ImportJobDto[]; total: number; totalIsExact: boolean; lastId: string | null };
+
+/**
+ * A page of the client's jobs, newest first, after `afterId` (keyset: the page's cost, however
+ * deep) or past `skip` jobs (OFFSET, bounded by maxImportJobsSkip); lastId is the last job's id
+ * when more follow (the next page's cursor), else null. The total counts at most totalLimit
+ * matching jobs (a year of history per request would cost more than any page). Every filter is
+ * served by an index (migrations/0026_import_jobs_list_indexes.sql).
+ */
 export async function listImportJobs(
   tx: TenantTx,
   clientId: string,
-  filter: { status?: ImportJobStatus; sourceSystem?: string; skip: number; take: number },
-): Promise<{ items: ImportJobDto[]; total: number }> {
+  filter: { status?: ImportJobStatus; sourceSystem?: string; skip: number; take: number; afterId?: string },
+  totalLimit: number,
+): Promise<ImportJobPage> {
   const where = `client_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR source_system = $3)`;
   const values = [clientId, filter.status ?? null, filter.sourceSystem ?? null];
-  // The page and the total in one statement (one round trip, one snapshot): a row for the total
-  // even when the page is empty.
+  // The page (one row more than asked: whether another follows) and the bounded total in one
+  // statement (one round trip, one snapshot): a row for the total even when the page is empty.
   const { rows } = await tx.query(
-    `SELECT (SELECT count(*)::int FROM import_jobs WHERE ${where}) AS total, page.*
+    `SELECT (SELECT count(*)::int FROM (SELECT FROM import_jobs WHERE ${where} LIMIT $7) matching) AS total, page.*
        FROM (SELECT) one
-       LEFT JOIN LATERAL (SELECT ${importJobColumns} FROM import_jobs WHERE ${where} ORDER BY id DESC OFFSET $4 LIMIT $5) page ON true
+       LEFT JOIN LATERAL (SELECT ${importJobColumns} FROM import_jobs
+                           WHERE ${where} AND ($6::bigint IS NULL OR id < $6)
+                           ORDER BY id DESC OFFSET $4 LIMIT $5) page ON true
       ORDER BY page.id DESC`,
-    [...values, filter.skip, filter.take],
+    [...values, filter.skip, filter.take + 1, filter.afterId ?? null, totalLimit + 1],
   );
-  return { items: rows.filter((r) => r.id !== null).map(toImportJobDto), total: rows[0].total };
+  const found = rows.filter((r) => r.id !== null);
+  const page = found.slice(0, filter.take);
+  const total = Math.min(rows[0].total, totalLimit);
+  return {
+    items: page.map(toImportJobDto),
+    total,
+    totalIsExact: rows[0].total <= totalLimit,
+    lastId: found.length > filter.take ? String(page.at(-1)!.id) : null,
+  };
 }

@@ -1,5 +1,6 @@
 import { isPostgresUnavailable } from './errors.js';
 import { createPool, transactionOn, unusableAfter, type Pool, type PoolClient, type PoolOptions } from './pool.js';
+import { TenantShares, type TenantSharesOptions, type TenantSharesStats } from './tenant-shares.js';
 
 // The one way the gateway's request paths reach tenant data (issue 25): connections that
 // PostgreSQL's row-level security limits to one tenant (migrations/0017_tenant_row_security.sql).
@@ -39,8 +40,13 @@ export type TenantPool = {
   connect(tenantId: string): Promise<TenantTx>;
   /** The most connections the pool opens. */
   readonly max: number;
+  /** How the tenants' checkouts went (tenant-shares.ts); absent without shares. */
+  shares(): TenantSharesStats | undefined;
   end(): Promise<void>;
 };
+
+/** Each tenant's share of the pool (tenant-shares.ts); without it, first come first served. */
+export type TenantPoolOptions = PoolOptions & { shares?: Omit<TenantSharesOptions, 'max'> };
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -48,16 +54,32 @@ export function createTenantPool(
   databaseUrl: string,
   max: number,
   applicationName: string,
-  options: PoolOptions = {},
+  options: TenantPoolOptions = {},
 ): TenantPool {
   const pool = createPool(databaseUrl, max, applicationName, options);
+  const shares = options.shares && new TenantShares({ ...options.shares, max });
   // The tenant each connection last took successfully, outside any transaction (so no rollback
   // undoes it). Absent: the connection has not taken the scope role yet.
   const tenantOf = new WeakMap<PoolClient, string>();
 
   async function connect(tenantId: string): Promise<TenantTx> {
     if (!uuid.test(tenantId)) throw new Error(`tenant scope: ${JSON.stringify(tenantId)} is not a tenant id`);
-    const client = await pool.connect();
+    const releaseShare = shares ? await shares.take(tenantId) : undefined;
+    let client: PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      releaseShare?.();
+      throw err;
+    }
+    if (releaseShare) {
+      // pg-pool gives each checkout its own release; the share goes back with the connection.
+      const releaseConnection = client.release;
+      client.release = (err?: Error | boolean) => {
+        releaseConnection.call(client, err);
+        releaseShare();
+      };
+    }
     if (tenantOf.get(client) === tenantId) return client as TenantTx;
     try {
       // Role and tenant in one round trip; set_config(…, false): for the session, not a transaction.
@@ -79,6 +101,7 @@ export function createTenantPool(
 
   return {
     max,
+    shares: () => shares?.stats(),
     connect,
     async run(tenantId, fn) {
       const tx = await connect(tenantId);

@@ -303,7 +303,16 @@ export const operationExamples: Record<string, OperationExamples> = {
     responses: { 200: { ...queuedImportJob('Batch'), idempotentReplay: false } },
   },
   listImportJobs: {
-    responses: { 200: { items: [completedImportJob, importJobWithErrors], total: 2, skip: 0, take: 50 } },
+    responses: {
+      200: {
+        items: [completedImportJob, importJobWithErrors],
+        total: 2,
+        totalIsExact: true,
+        skip: 0,
+        take: 50,
+        nextCursor: null,
+      },
+    },
   },
   getImportJob: { responses: { 200: completedImportJob } },
   createJob: jobExamples,
