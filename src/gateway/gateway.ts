@@ -17,6 +17,7 @@ import {
   type MemoryBudget,
 } from './memory/memory-budget.js';
 import { createGatewayMetrics } from './ops/metrics.js';
+import { registerTenantShareMetrics } from './ops/tenant-share-metrics.js';
 import type { RouteDefinition } from './routes/route-definition.js';
 
 export type RunningGateway = { server: Server; url: string; stop(): Promise<void> };
@@ -60,6 +61,7 @@ export async function startGateway(
     throw err;
   }
   const metrics = createGatewayMetrics();
+  registerTenantShareMetrics(metrics.registry, { tenant: tenantPool, edge: edgePool });
   const bus = createKafkaBus({
     ...config.kafka,
     clientId: `${config.kafka.clientId}-gateway`,

@@ -89,4 +89,15 @@ describe('health and readiness', () => {
     expect(res.text).toContain('http_request_duration_seconds_bucket{');
     expect(res.text).toContain('# TYPE kafka_produce_errors_total counter');
   });
+
+  it("shows the tenants' shares of the scoped pools: checkouts by outcome, connections held and waiting", async () => {
+    expect(
+      (await suite.api.get('/api/v1/import-jobs', { headers: bearer(suite.demo.clients.all!.apiKey) })).status,
+    ).toBe(200);
+    const res = await suite.api.get('/metrics');
+    expect(res.text).toMatch(/db_tenant_checkouts_total\{pool="tenant",outcome="immediate"\} [1-9]/);
+    expect(res.text).toContain('db_tenant_checkouts_total{pool="edge",outcome="queue_full"} 0');
+    expect(res.text).toContain('db_tenant_connections{pool="tenant",state="waiting"} 0');
+    expect(res.text).toContain('db_tenants_at_share{pool="tenant"} 0');
+  });
 });
