@@ -24,12 +24,17 @@
 // and the database's commits. After a noisy phase its endpoints are disabled and the bench waits
 // until none of its attempts is in flight, so no noise leaks into the next phase.
 //
+// Latency is also timed from the commit to the start of each delivery's first attempt (the
+// dispatcher's webhook_attempts.started_at), and set beside an earlier run's (BENCH_BEFORE=<its
+// JSON>, e.g. of the tree before a change on the same machine): issue 50's goal, quiet p50 ≤ 50 ms
+// and p99 ≤ 250 ms once the dispatcher is woken by the event's NOTIFY instead of its 1 s poll.
+//
 // Prints a table and the goals (a healthy tenant's p99 within 2× of quiet and under 2 s;
 // throughput within 10 % of quiet), writes bench/results/webhooks-<time>.json and -latest.json.
 // Asserts nothing: a missed goal is printed, never an exit code. Needs PostgreSQL on this machine
 // (DATABASE_URL's server; backends' CPU is read from /proc). Kafka is not needed.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -81,6 +86,8 @@ type NoiseKind = (typeof noiseKinds)[number];
 /** Cores used by processes not of this bench (this bench needs no Kafka: a JVM is someone else's). */
 const othersCores = (c: PhaseCpu) => round(c.otherCores + c.brokerCores, 2);
 const goals = { p99Ratio: 2, p99Ms: 2000, throughputLossPercent: 10 };
+/** Issue 50: a quiet delivery's first attempt this soon after its event's commit (NOTIFY, not the poll). */
+const quietGoals = { p50Ms: 50, p99Ms: 250 };
 
 const repoRoot = new URL('..', import.meta.url).pathname;
 const runId = randomBytes(4).toString('hex');
@@ -276,12 +283,21 @@ async function measureLatency(healthy: Healthy[]) {
   const missing = await awaitArrivals(keys, 60_000);
   const { all, byTenant } = latenciesOf(sent);
   const tenantP99 = [...byTenant.entries()].sort(([a], [b]) => a - b).map(([, v]) => round(percentiles(v).p99));
+  // Event to first attempt (issue 50): from the commit to the start of each delivery's first
+  // attempt as the dispatcher recorded it (started_at, its clock: the same machine's).
+  const committedAt = new Map(sent.map((s) => [s.eventId, s.committedAt]));
+  const { rows: firstAttempts } = await pool!.query<{ event_id: string; started_at: Date }>(
+    'SELECT event_id, started_at FROM webhook_attempts WHERE event_id = ANY($1) AND attempt = 1',
+    [sent.map((s) => s.eventId)],
+  );
+  const toFirstAttempt = firstAttempts.map((r) => r.started_at.getTime() - committedAt.get(r.event_id)!);
   return {
     events: sent.length,
     deliveries: keys.length,
     missing,
     sendSeconds: round(sendSeconds, 1),
     ms: rounded(percentiles(all)),
+    firstAttemptMs: rounded(percentiles(toFirstAttempt)),
     tenantP99Ms: tenantP99,
     worstTenantP99Ms: Math.max(...tenantP99),
   };
@@ -483,6 +499,39 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
   };
 }
 
+/**
+ * Quiet event-to-first-attempt and event-to-arrival, before (BENCH_BEFORE: the JSON of an earlier
+ * run, e.g. of the tree before a change, on the same machine) and now (issue 50's goal: quiet p50
+ * ≤ 50 ms, p99 ≤ 250 ms to the first attempt).
+ */
+function beforeAfter(now: Awaited<ReturnType<typeof measureLatency>> | null): string[] {
+  if (!now) return [];
+  const goal = `goal (issue 50): quiet event→first attempt p50 ≤ ${quietGoals.p50Ms} ms, p99 ≤ ${quietGoals.p99Ms} ms`;
+  const met = now.firstAttemptMs.p50 <= quietGoals.p50Ms && now.firstAttemptMs.p99 <= quietGoals.p99Ms;
+  const lines = [`${goal}: ${met ? 'met' : 'NOT met'}`];
+  const pair = (p: Percentiles | undefined) => (p ? `${p.p50} / ${p.p99}` : '—');
+  const file = process.env.BENCH_BEFORE;
+  let before: { runId: string; runAt: string; latency?: { ms?: Percentiles; firstAttemptMs?: Percentiles } } | null =
+    null;
+  if (file) {
+    const earlier = JSON.parse(readFileSync(file, 'utf8')) as {
+      runId: string;
+      runAt: string;
+      phases: { phase: string; latency: { ms?: Percentiles; firstAttemptMs?: Percentiles } }[];
+    };
+    before = { ...earlier, latency: earlier.phases.find((p) => p.phase === 'quiet')?.latency };
+  }
+  lines.push(
+    `quiet p50 / p99 ms             ${'before'.padStart(22)}${'now'.padStart(22)}`,
+    `  event → first attempt        ${pair(before?.latency?.firstAttemptMs).padStart(22)}${pair(now.firstAttemptMs).padStart(22)}`,
+    `  event → arrival              ${pair(before?.latency?.ms).padStart(22)}${pair(now.ms).padStart(22)}`,
+    before
+      ? `  before: run ${before.runId} at ${before.runAt} (${file})`
+      : "  before: — (BENCH_BEFORE=<an earlier run's JSON>)",
+  );
+  return lines;
+}
+
 async function run() {
   const loadAtStart = loadavg().map((n) => round(n, 2));
   log(`run ${runId}: database ${dbName}; phases ${opts.phases.join(', ')}`);
@@ -547,7 +596,7 @@ async function run() {
     machine: machineFacts(loadAtStart),
     options: { ...opts, scales, receivers: 'child process (bench/lib/webhook-receivers.ts)' },
     dispatcherSettings: webhookSettings,
-    goals,
+    goals: { ...goals, quiet: quietGoals },
     dispatcherIdleRssMiB: idleRssMiB,
     dispatcherPeakRssMiB: dispatcherHwm,
     phases: evaluated,
@@ -572,6 +621,8 @@ async function run() {
     head('noise endpoints × events') +
       cells((r) => (r.noise ? `${r.noise.endpoints} × ${scales[r.phase]!.events}, 2× = ${r.noise.deliveries}` : '—')),
     head('healthy latency p50 / p99 ms') + cells((r) => `${r.latency.ms.p50} / ${r.latency.ms.p99}`),
+    head('  to first attempt p50 / p99 ms') +
+      cells((r) => `${r.latency.firstAttemptMs.p50} / ${r.latency.firstAttemptMs.p99}`),
     head('  max ms; worst tenant p99 ms') + cells((r) => `${r.latency.ms.max}; ${r.latency.worstTenantP99Ms}`),
     head('  p99 × quiet') + cells((r) => r.vsQuiet.p99Ratio),
     head('  deliveries (missing)') + cells((r) => `${r.latency.deliveries} (${r.latency.missing})`),
@@ -633,6 +684,7 @@ async function run() {
     ...evaluated
       .filter((r) => r.phase === 'quiet')
       .map((r) => `  quiet       p99 ${r.latency.ms.p99} ms under ${goals.p99Ms} ms: ${yes(r.goals.p99UnderMs)}`),
+    ...beforeAfter(evaluated.find((r) => r.phase === 'quiet')?.latency ?? null),
     ...evaluated
       .filter((r) => othersCores(r.cpu) > 0.3)
       .map(
