@@ -26,8 +26,10 @@ const lingering = new WeakSet<Socket>();
 
 export const isLingering = (socket: Socket): boolean => lingering.has(socket);
 
-/** Connections whose discarding waits for room in the sender's upload quota (for /metrics and tests). */
+/** Connections lingering now, and those of them whose discarding waits for room in the sender's upload quota (/metrics, tests). */
+let lingeringNow = 0;
 let waitingForRoom = 0;
+export const lingeringConnections = (): number => lingeringNow;
 export const lingeringWaitingForRoom = (): number => waitingForRoom;
 
 /** When a quota that refused bytes has room again (ms; its msBeforeRoom), or null when the refusal does not say. */
@@ -99,8 +101,10 @@ export function lingerAfterAnswer(
   });
   socket.destroySoon = () => {
     lingering.add(socket);
+    lingeringNow++;
     const timer = setTimeout(close, maxMs);
     socket.once('close', () => {
+      lingeringNow--;
       clearTimeout(timer);
       if (waiting) {
         clearTimeout(waiting);

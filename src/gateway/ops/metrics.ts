@@ -1,5 +1,6 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { registerDependencyGauge, type DependencyReport } from '../../shared/dependency-gauge.js';
+import { lingeringConnections, lingeringWaitingForRoom } from '../http/lingering-close.js';
 
 export type GatewayMetrics = {
   registry: Registry;
@@ -31,6 +32,19 @@ export function createGatewayMetrics(): GatewayMetrics {
     help: 'Kafka produce calls that failed, by topic',
     labelNames: ['topic'] as const,
     registers: [registry],
+  });
+  new Gauge({
+    name: 'http_lingering_connections',
+    help:
+      'Connections in a lingering close after a refusal (reading and discarding the rest of a body), ' +
+      "by state: discarding, or waiting_for_room in the sender's upload quota",
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const waiting = lingeringWaitingForRoom();
+      this.set({ state: 'waiting_for_room' }, waiting);
+      this.set({ state: 'discarding' }, Math.max(0, lingeringConnections() - waiting));
+    },
   });
   return {
     registry,
