@@ -18,9 +18,14 @@
 //           ROUTE_SUGGESTION_MAX_IN_FLIGHT connections. Prints every process's peak RSS against
 //           the budget, whether any died, and the victim's answers and latency. BENCH_WORST_DRAFTS:
 //           the draft connections instead.
+//   refused (issue 53, memory) a gateway of its own at the same budget and the default upload
+//           quotas, and one client sending 10 MB bodies refused 413 on BENCH_REFUSED_CONNECTIONS
+//           (64) connections at once, one after another on each: the gateway discards from all of
+//           them at once (bench/lib/refused-phase.ts). Prints its peak RSS against the budget, the
+//           most connections lingering at once, the client's answers and the victim's.
 //
 // Every phase prints its processes' peak RSS (bench/lib/peaks.ts). BENCH_PHASES (comma-separated,
-// default neighbour,worst) picks quiet to chunked (neighbour) and worst.
+// default neighbour,worst) picks quiet to chunked (neighbour), worst and refused.
 // Prints p50/p99 of each request kind in both phases and their ratios, the gateway's event-loop
 // delay (its own monitorEventLoopDelay, via /metrics) and CPU, the abuser's answers, and writes
 // bench/results/noisy-neighbour-<time>.json and -latest.json. Asserts nothing: the goals (issue
@@ -42,6 +47,7 @@ import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool } from '../src/shared/db/pool.js';
 import type { AbuserParams, AbuserResult } from './lib/abuser.js';
 import { peaksLine, watchPeaks, type PeakRss } from './lib/peaks.js';
+import { runRefusedPhase } from './lib/refused-phase.js';
 import { runWorstPhase } from './lib/worst-phase.js';
 import { deleteRunArtifacts } from './lib/kafka-admin.js';
 import {
@@ -64,6 +70,7 @@ const opts = {
   trickles: envInt('BENCH_TRICKLES', 16, 0),
   phases: (process.env.BENCH_PHASES ?? 'neighbour,worst').split(',').filter(Boolean),
   worstBudgetBytes: envInt('BENCH_WORST_BUDGET_BYTES', 768 * 1024 * 1024, 0),
+  refusedConnections: envInt('BENCH_REFUSED_CONNECTIONS', 64, 1),
 };
 const goals = { livezP99Ms: 50, victimP99Ratio: 2 };
 
@@ -213,6 +220,18 @@ async function run() {
         log,
       })
     : null;
+  const refused = opts.phases.includes('refused')
+    ? await runRefusedPhase({
+        childEnv,
+        connections: opts.refusedConnections,
+        phaseSeconds: opts.phaseSeconds,
+        abuserKey: abuserTenant.clients.all!.apiKey,
+        victimKey: victimTenant.clients.all!.apiKey,
+        measure,
+        summary,
+        log,
+      })
+    : null;
   const result = {
     benchmark: 'noisy-neighbour',
     runAt: new Date().toISOString(),
@@ -221,8 +240,11 @@ async function run() {
     options: opts,
     ...neighbour?.result,
     worst: worst?.result ?? null,
+    refused: refused?.result ?? null,
   };
-  process.stdout.write([...(neighbour?.lines ?? []), ...(worst?.lines ?? []), ''].join('\n'));
+  process.stdout.write(
+    [...(neighbour?.lines ?? []), ...(worst?.lines ?? []), ...(refused?.lines ?? []), ''].join('\n'),
+  );
   const dir = join(repoRoot, 'bench/results');
   mkdirSync(dir, { recursive: true });
   const json = `${JSON.stringify(result, null, 2)}\n`;

@@ -10,7 +10,11 @@
 // quota is charged as they arrive); both on the flood connections only. Mode `worst` (issue 31,
 // memory): the largest batches on the flood connections and deep, wide and invalid bodies on two
 // more, all sent again at once whatever the answer, the trickles, and drafts of route suggestions
-// of the largest import job (routeJobId) back to back on routeConnections more. Parameters come as
+// of the largest import job (routeJobId) back to back on routeConnections more. Mode `refused`
+// (issue 53): on each flood connection, 10 MB bodies to an operation that takes 1 MiB (413), one
+// after another, each written whole before the next, as a client writing its body before it reads
+// (Python's http.client) does, so the gateway discards from every connection at once (its
+// lingering close). Parameters come as
 // JSON in BENCH_ABUSER_PARAMS; the result (answers by status) is one line `BENCH_RESULT {json}` on stdout.
 import http from 'node:http';
 import { makeTargets } from '../../test/support/targets.js';
@@ -25,7 +29,7 @@ export type AbuserParams = {
   /** Connections trickling a body. */
   trickles: number;
   /** waits (default): as above; ignoresRetryAfter, chunked: largest batches only (see the top). */
-  mode?: 'waits' | 'ignoresRetryAfter' | 'chunked' | 'worst';
+  mode?: 'waits' | 'ignoresRetryAfter' | 'chunked' | 'worst' | 'refused';
   /** worst: an import job of the largest draft's size, and the connections asking for its draft. */
   routeJobId?: number;
   routeConnections?: number;
@@ -140,6 +144,48 @@ function send(body: Buffer | null, url = batchUrl): Promise<number> {
   });
 }
 
+/** refused: a 10 MB body to an operation that takes 1 MiB, written whole; resolves once answered and written (or failed). */
+const refusedUrl = new URL('/api/v1/connect/jobs', params.url);
+const tenMegabytes = Buffer.alloc(10_000_000, ' ');
+function sendRefused(): Promise<void> {
+  return new Promise((resolve) => {
+    let answered = false;
+    let written = false;
+    const settle = () => answered && written && resolve();
+    const req = http.request(refusedUrl, {
+      method: 'POST',
+      agent: false, // a connection of its own: the gateway closes it after the refusal
+      headers: {
+        authorization: `Bearer ${params.apiKey}`,
+        'content-type': 'application/json',
+        'content-length': tenMegabytes.length,
+      },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => {
+        count(String(res.statusCode));
+        answered = true;
+        settle();
+      });
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      // A reset before the answer was read: the answer is lost. After it (Node reads the answer
+      // while it writes): the body was cut, which a client reading only after writing (Python's
+      // http.client) would see as the answer lost.
+      if (!answered) count(`network error ${err.code ?? err.message}`);
+      else statuses['cut after its answer'] = (statuses['cut after its answer'] ?? 0) + 1;
+      answered = written = true;
+      settle();
+    });
+    req.end(tenMegabytes, () => {
+      bytesSent += tenMegabytes.length;
+      written = true;
+      settle();
+    });
+  });
+}
+
 async function loop(pick: (i: number) => Buffer | null, url = batchUrl) {
   for (let i = 0; Date.now() < deadline; i++) {
     const waitSeconds = await send(pick(i), url);
@@ -153,19 +199,23 @@ async function loop(pick: (i: number) => Buffer | null, url = batchUrl) {
 const cpuStart = process.cpuUsage();
 const draftUrl = new URL(`/api/v1/import-jobs/${params.routeJobId}/route-suggestion`, params.url);
 await Promise.all(
-  params.mode === 'ignoresRetryAfter' || params.mode === 'chunked'
-    ? Array.from({ length: params.floods }, () => loop(() => heavy))
-    : params.mode === 'worst'
-      ? [
-          ...Array.from({ length: params.floods }, () => loop(() => heavy)),
-          ...Array.from({ length: 2 }, (_, c) => loop((i) => odd[(i + c) % odd.length]!)),
-          ...Array.from({ length: params.trickles }, () => loop(() => null)),
-          ...Array.from({ length: params.routeConnections ?? 0 }, () => loop(() => draft, draftUrl)),
-        ]
-      : [
-          ...Array.from({ length: params.floods }, (_, c) => loop((i) => bodies[(i + c) % bodies.length]!)),
-          ...Array.from({ length: params.trickles }, () => loop(() => null)),
-        ],
+  params.mode === 'refused'
+    ? Array.from({ length: params.floods }, async () => {
+        while (Date.now() < deadline) await sendRefused();
+      })
+    : params.mode === 'ignoresRetryAfter' || params.mode === 'chunked'
+      ? Array.from({ length: params.floods }, () => loop(() => heavy))
+      : params.mode === 'worst'
+        ? [
+            ...Array.from({ length: params.floods }, () => loop(() => heavy)),
+            ...Array.from({ length: 2 }, (_, c) => loop((i) => odd[(i + c) % odd.length]!)),
+            ...Array.from({ length: params.trickles }, () => loop(() => null)),
+            ...Array.from({ length: params.routeConnections ?? 0 }, () => loop(() => draft, draftUrl)),
+          ]
+        : [
+            ...Array.from({ length: params.floods }, (_, c) => loop((i) => bodies[(i + c) % bodies.length]!)),
+            ...Array.from({ length: params.trickles }, () => loop(() => null)),
+          ],
 );
 const cpu = process.cpuUsage(cpuStart);
 agent.destroy();
