@@ -222,8 +222,10 @@ function describeService(limits: DocumentLimits): string {
     '- A request answered before its body was read to the end (401, 403, 413, 415, 429, 503, …) gets Connection: ' +
       'close. A client that writes its whole body before it reads the answer still reads it: the gateway reads and ' +
       `discards what still arrives, at most ${limits.refusedBodyDrain.maxBytes} bytes and ` +
-      `${limits.refusedBodyDrain.maxMs} ms after the answer, charged to the upload quota (none once the quota is ` +
-      'spent), then closes the connection; a longer body meets a reset. After a 408 the connection is closed at once.',
+      `${limits.refusedBodyDrain.maxMs} ms after the answer, charged to the upload quota (where it has no room, ` +
+      'the discarding waits for its next window within that time), then closes the connection; a longer body, or ' +
+      'more refused bodies at once than the quota takes in that time, meets a reset. After a 408 the connection is ' +
+      'closed at once.',
     `- Operations with an in-flight limit (inbound, route suggestions) count requests whose body has arrived, per ` +
       `gateway replica; one Integration Client holds at most ${limits.inFlightClientSharePercent}% of the slots, and ` +
       `all of a tenant's clients together at most ${limits.inFlightTenantSharePercent}% (each at least one); beyond, ` +
