@@ -95,6 +95,11 @@ export function allRoutes(deps: AppDeps): { routes: RouteDefinition[]; keyRecord
           bodyReadTimeoutMs: deps.config.http.bodyReadTimeoutMs,
           inFlightClientSharePercent: deps.config.limits.inFlightClientSharePercent,
           inFlightTenantSharePercent: deps.config.limits.inFlightTenantSharePercent,
+          databaseShare: {
+            sharePercent: deps.config.database.tenantSharePercent,
+            queue: deps.config.database.tenantQueue,
+            statementTimeoutMs: deps.config.database.statementTimeoutMs,
+          },
           uploadWindow: uploadWindow(
             deps.config.limits.uploadBytesPerSecond,
             largestBody(routes, deps.config.http.bodyLimitBytes),

@@ -23,6 +23,8 @@ export type DocumentLimits = {
   bodyReadTimeoutMs: number;
   inFlightClientSharePercent: number;
   inFlightTenantSharePercent: number;
+  /** Each tenant's share of the gateway's database connections (DATABASE_TENANT_*, DATABASE_STATEMENT_TIMEOUT_MS). */
+  databaseShare: { sharePercent: number; queue: number; statementTimeoutMs: number };
   uploadWindow: UploadWindow;
   /** The lingering close after a refusal (REFUSED_BODY_DRAIN_BYTES / _MS). */
   refusedBodyDrain: { maxBytes: number; maxMs: number };
@@ -63,8 +65,9 @@ const errorDescriptions: Record<number, string> = {
   422: 'Well-formed but cannot be carried out (unprocessable).',
   429:
     'Rate limit exceeded (rate_limited), a body past the upload quota (upload_quota_exceeded, not read), or past ' +
-    "the client's or tenant's share of the memory budget (memory_share_exceeded, not read); see Retry-After and " +
-    'RateLimit headers.',
+    "the client's or tenant's share of the memory budget (memory_share_exceeded, not read), or past the tenant's " +
+    "share of the gateway's database connections and its queue for more (database_share_exceeded); see Retry-After " +
+    'and RateLimit headers.',
   500: 'Unexpected error (internal_error); logged with the request id.',
   503:
     'PostgreSQL or Kafka cannot take the work (service_unavailable; the message names which), or the gateway has no ' +
@@ -230,6 +233,12 @@ function describeService(limits: DocumentLimits): string {
       `gateway replica; one Integration Client holds at most ${limits.inFlightClientSharePercent}% of the slots, and ` +
       `all of a tenant's clients together at most ${limits.inFlightTenantSharePercent}% (each at least one); beyond, ` +
       '503 service_busy with Retry-After.',
+    `- Every operation that reads or writes tenant data holds one of the gateway's database connections while it ` +
+      `does: one tenant's requests hold at most ${limits.databaseShare.sharePercent}% of a replica's (at least one), ` +
+      `wait beyond that in the tenant's own queue (at most ${limits.databaseShare.queue} requests, 5 s each), and are ` +
+      "answered 429 database_share_exceeded with Retry-After past it: one tenant's many requests at once never keep " +
+      `another's waiting. A statement past ${limits.databaseShare.statementTimeoutMs} ms is cancelled: 503 ` +
+      'service_busy with Retry-After, nothing changed.',
     '',
     '## Media types',
     'Requests: application/json, text/json or application/*+json (else 415). Responses: application/json by default; ' +
