@@ -8,7 +8,7 @@ import { signWebhook } from '../../shared/webhooks/signing.js';
 import type { PollingWorker } from '../start-workers.js';
 import { noWorkerMetrics, type WorkerMetrics } from '../worker-metrics.js';
 import { DispatcherSlots } from './dispatcher-slots.js';
-import { postWebhook, type AttemptResult } from './post.js';
+import { createWebhookAgents, postWebhook, type AttemptResult } from './post.js';
 import { startEventPruner } from './prune.js';
 import { recordOutcome, type Claimed, type Recorded, type RecordSettings } from './record.js';
 import { beginAttempt, claimDeliveries, claimLockId } from './sql.js';
@@ -63,6 +63,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   let pollNow = new AbortController();
   const wake = () => pollNow.abort();
   const listener = databaseUrl ? listenForDueDeliveries(databaseUrl, wake, log) : null;
+  const agents = createWebhookAgents({ allowPrivate: webhooks.allowPrivateTargets }); // kept alive per origin (post.ts)
   const settings: RecordSettings = {
     retryScheduleMs: webhooks.retryScheduleMs,
     breaker: {
@@ -165,6 +166,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     const result = await postWebhook(d.url, headers, d.body, {
       timeoutMs: webhooks.timeoutMs,
       allowPrivate: webhooks.allowPrivateTargets,
+      agents,
     });
     // The POST was made: once its record lands (lease token still ours) nothing is sent again, so
     // it is retried while PostgreSQL is unreachable. Stopping meanwhile leaves the lease to expire.
@@ -235,6 +237,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       stopped.abort();
       await Promise.all([loop, listener?.close()]);
       await slots.settled(); // in-flight attempts finish (each bounded by the timeout)
+      agents.destroy(); // the idle kept-alive connections
     },
   };
 }
