@@ -237,7 +237,7 @@ const webhooks = section('webhook endpoints and their dispatcher', {
     'seconds before the 2nd, 3rd, … attempt (±20% jitter; about a day, 8 attempts); after the last the delivery is `Failed` and its endpoint `Disabled`',
   ),
   pollIntervalMs: env('WEBHOOK_POLL_INTERVAL_MS', int(1000, 10, 60_000)).describe(
-    'how often an idle dispatcher looks for due deliveries',
+    'how often an idle dispatcher looks for due deliveries: the backstop (retries and breaker probes coming due, a notification missed while its LISTEN connection was replaced); a commit that makes deliveries due wakes it at once (NOTIFY)',
   ),
   concurrency: env('WEBHOOK_CONCURRENCY', int(64, 1, 1000)).describe(
     'webhook attempts one dispatcher process makes at once (its slots)',
