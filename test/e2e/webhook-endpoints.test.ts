@@ -174,6 +174,26 @@ describe('webhook endpoints through the API', () => {
       headers: me(),
     });
     expect(byEvent.body.items).toHaveLength(1);
+    expect(byEvent.body.nextCursor).toBeNull();
+
+    // Pages by cursor: a second test event, then one attempt a page, newest first, to the end.
+    const again = await suite.api.post(`${base}/${endpointId}/test`, { headers: me() });
+    await receiver.waitFor('/tested', 2);
+    await eventually(async () => {
+      const a = await suite.api.get(`${base}/${endpointId}/attempts`, { headers: me() });
+      return a.body.items.length === 2 ? true : undefined;
+    });
+    const newest = await suite.api.get(`${base}/${endpointId}/attempts?limit=1`, { headers: me() });
+    expect(newest.body.items.map((a: { eventId: string }) => a.eventId)).toEqual([again.body.eventId]);
+    const older = await suite.api.get(`${base}/${endpointId}/attempts?limit=1&cursor=${newest.body.nextCursor}`, {
+      headers: me(),
+    });
+    expect(older.body.items.map((a: { eventId: string }) => a.eventId)).toEqual([sent.body.eventId]);
+    expect(older.body.nextCursor).toBeNull();
+    const foreign = Buffer.from('import-jobs:5').toString('base64url');
+    expect((await suite.api.get(`${base}/${endpointId}/attempts?cursor=${foreign}`, { headers: me() })).status).toBe(
+      400,
+    );
   });
 
   it('rotate-secret: during the overlap both secrets sign; without one only the new', async () => {

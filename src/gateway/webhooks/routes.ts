@@ -25,6 +25,7 @@ import { TargetRefusedError, checkWebhookTarget, parseWebhookUrl } from '../../s
 import { defineRoute, type RouteDefinition } from '../routes/route-definition.js';
 import {
   attemptListSchema,
+  attemptsCursor,
   attemptsQuery,
   createEndpointBody,
   createdEndpointSchema,
@@ -269,17 +270,22 @@ export const webhookEndpointRoutes = (pool: TenantPool, webhooks: Config['webhoo
       path: `${one}/attempts`,
       operationId: 'listWebhookAttempts',
       summary: "Delivery attempts to this endpoint, newest first (optionally one event's)",
-      description: 'Each attempt: outcome, HTTP status, latency, error and the first 500 bytes of the answer.',
+      description:
+        'Each attempt: outcome, HTTP status, latency, error and the first 500 bytes of the answer. Paged by cursor: ' +
+        "each page's nextCursor as the next request's cursor.",
       query: attemptsQuery(1000),
       responses: {
         200: { description: 'Attempts: outcome, status, latency, error, response snippet', schema: attemptListSchema },
       },
       async handler({ params, query, client }) {
-        const items = await pool.run(client.tenantId, async (tx) => {
+        const found = await pool.run(client.tenantId, async (tx) => {
           await mustFind(tx, ref(params.endpointId, client.clientId));
-          return listAttempts(tx, { endpointId: params.endpointId, eventId: query.eventId }, query.limit);
+          const by = { endpointId: params.endpointId, eventId: query.eventId, beforeId: query.cursor };
+          return listAttempts(tx, by, query.limit + 1); // one more: whether another page follows
         });
-        return { status: 200, body: { items } };
+        const items = found.slice(0, query.limit);
+        const nextCursor = found.length > query.limit ? attemptsCursor.after(items.at(-1)!.attemptId) : null;
+        return { status: 200, body: { items, nextCursor } };
       },
     }),
     defineRoute({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { pageSizeQuery } from '../../shared/common-schemas.js';
+import { pageCursor } from '../../shared/page-cursor.js';
 import { TargetRefusedError, maxWebhookUrlLength, normaliseWebhookUrl } from '../../shared/webhooks/target-policy.js';
 import { webhookEventIdPattern, webhookEventTypes } from '../../shared/webhooks/event-types.js';
 
@@ -90,10 +91,13 @@ export const replayFailedBody = z
 
 export const endpointParams = z.strictObject({ endpointId: z.uuid() });
 
+export const attemptsCursor = pageCursor('webhook-attempts');
+
 export const attemptsQuery = (maxTake: number) =>
   z.strictObject({
     eventId: z.string().regex(webhookEventIdPattern, 'must be an event id (evt_…)').optional(),
     limit: pageSizeQuery(maxTake, 50),
+    cursor: attemptsCursor.query(),
   });
 
 const count = () => z.number().int().min(0);
@@ -187,7 +191,12 @@ export const attemptSchema = z
   .meta({ id: 'WebhookAttempt' });
 
 export const attemptListSchema = z
-  .strictObject({ items: z.array(attemptSchema).meta({ description: 'Newest first.' }) })
+  .strictObject({
+    items: z.array(attemptSchema).meta({ description: 'Newest first.' }),
+    nextCursor: z.string().nullable().meta({
+      description: 'Pass as `cursor` (with the same eventId) for the older attempts after these; null: no more.',
+    }),
+  })
   .meta({ id: 'WebhookAttemptList' });
 
 export const queuedSchema = z

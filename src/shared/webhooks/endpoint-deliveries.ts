@@ -26,7 +26,12 @@ const requeue = `
          completed_at = NULL, updated_at = now()`;
 
 /** Recorded attempts, newest first, of an endpoint, an event or both. */
-export async function listAttempts(db: Tx, by: { endpointId?: string; eventId?: string }, limit: number) {
+/** Attempts newest first, of an endpoint and/or an event, below `beforeId` (keyset: the next page of a cursor). */
+export async function listAttempts(
+  db: Tx,
+  by: { endpointId?: string; eventId?: string; beforeId?: string },
+  limit: number,
+) {
   const { rows } = await db.query(
     `SELECT a.id, a.event_id, e.type, a.endpoint_id, a.attempt, a.outcome, a.status_code, a.latency_ms, a.error,
             a.response_snippet, a.started_at, a.finished_at, d.status AS delivery_status
@@ -34,8 +39,9 @@ export async function listAttempts(db: Tx, by: { endpointId?: string; eventId?: 
        JOIN webhook_events e ON e.id = a.event_id
        JOIN webhook_deliveries d ON d.id = a.delivery_id
       WHERE ($1::uuid IS NULL OR a.endpoint_id = $1) AND ($2::text IS NULL OR a.event_id = $2)
+        AND ($4::bigint IS NULL OR a.id < $4)
       ORDER BY a.id DESC LIMIT $3`,
-    [by.endpointId ?? null, by.eventId ?? null, limit],
+    [by.endpointId ?? null, by.eventId ?? null, limit, by.beforeId ?? null],
   );
   return rows.map((r) => ({
     attemptId: Number(r.id),

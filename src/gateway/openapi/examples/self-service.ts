@@ -108,6 +108,7 @@ export const selfServiceExamples: Record<string, OperationExamples> = {
             deliveryStatus: 'Succeeded',
           },
         ],
+        nextCursor: null,
       },
     },
   },
