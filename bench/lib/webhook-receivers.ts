@@ -25,11 +25,16 @@ const requests: Record<Kind, number> = { slow: 0, failing: 0, blackHole: 0 };
 const open: Record<Kind, number> = { slow: 0, failing: 0, blackHole: 0 };
 const samples: [number, number][] = []; // [time, noisy requests open]
 
-/** Counts a noisy request as open until its connection closes. */
-function opened(kind: Kind, socket: net.Socket) {
+/**
+ * Counts a noisy request as open until it is over: its response sent or its connection closed
+ * (an HTTP response's 'close'), or the bare connection closed. Not the connection alone: the
+ * dispatcher keeps connections alive (issue 50), so an answered request's connection may stay
+ * open, idle, for seconds.
+ */
+function opened(kind: Kind, over: http.ServerResponse | net.Socket) {
   requests[kind]++;
   open[kind]++;
-  socket.once('close', () => open[kind]--);
+  over.once('close', () => open[kind]--);
 }
 
 const healthy = http.createServer((req, res) => {
@@ -41,7 +46,7 @@ const healthy = http.createServer((req, res) => {
 });
 
 const slow = http.createServer((req, res) => {
-  opened('slow', req.socket);
+  opened('slow', res);
   req.resume();
   const timer = setTimeout(() => {
     if (!res.destroyed) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok, eventually');
@@ -50,7 +55,7 @@ const slow = http.createServer((req, res) => {
 });
 
 const failing = http.createServer((req, res) => {
-  opened('failing', req.socket);
+  opened('failing', res);
   req.resume();
   req.on('end', () => res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error'));
 });
