@@ -74,8 +74,8 @@ const database = section('PostgreSQL', {
   tenantSharePercent: env('DATABASE_TENANT_SHARE_PERCENT', int(50, 1, 100)).describe(
     "gateway only: the most of each tenant-scoped pool's connections (the reads' and short writes' `DATABASE_POOL_MAX` less a quarter; the edge pool's `DATABASE_EDGE_POOL_MAX`) one tenant's requests hold at once (at least one); beyond, they wait in the tenant's own queue, and a connection that comes free goes to the waiting tenant holding the fewest, so one tenant's load never delays another's checkout by more than one release ([operations.md](operations.md#database-shares))",
   ),
-  tenantQueue: env('DATABASE_TENANT_QUEUE', int(32, 0, 10_000)).describe(
-    'gateway only: requests of one tenant waiting for a connection past its share, per pool and replica; beyond, and after waiting 5 s, 429 `database_share_exceeded` + `Retry-After`',
+  tenantQueue: env('DATABASE_TENANT_QUEUE', int(256, 0, 10_000)).describe(
+    "gateway only: requests of one tenant waiting for a connection past its share, per pool and replica; beyond, and after waiting 5 s, 429 `database_share_exceeded` + `Retry-After`. Generous, because a place in it costs little (the request's body is already held, within the memory budget) and a burst of one client's retries (50 identical requests at once) should wait its turn rather than be refused; it bounds how many requests one tenant parks on a replica",
   ),
   statementTimeoutMs: env('DATABASE_STATEMENT_TIMEOUT_MS', int(3000, 100, 600_000)).describe(
     "gateway only: PostgreSQL's `statement_timeout` on the connections of requests' reads and short writes: a statement that runs longer is cancelled and answered 503 `service_busy` + `Retry-After`, instead of holding a connection; below the 5 s a request waits for one, and well above what a request's statement takes on a full database (docs/benchmarks.md, bench:reads)",

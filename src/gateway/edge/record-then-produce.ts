@@ -59,7 +59,7 @@ export async function recordThenProduce<T>(
   try {
     tx = await deps.edgePool.connect(tenantId);
   } catch (err) {
-    if (err instanceof AppError) throw err; // the tenant's share of the pool is held (429)
+    if (err instanceof AppError && err.code === 'database_share_exceeded') throw shareRefusal(deps, waitStarted, err);
     throw noConnection(deps, waitStarted);
   }
   const state = transactions.begin();
@@ -88,6 +88,21 @@ export async function recordThenProduce<T>(
     state.release();
     tx.release(broken);
   }
+}
+
+/**
+ * A write its tenant's share of the edge pool refused (db/tenant-shares.ts): the 429 when the
+ * tenant's own work fills its share (its queue is full, or its transactions commit and there is
+ * just more of them than its share), but the 503 naming the dependency when the transactions it
+ * waited behind are stuck on Kafka or PostgreSQL (nothing committed during the wait: edge-wait.ts).
+ */
+function shareRefusal(deps: Pick<WriteDeps, 'edgePool' | 'bus'>, waitStarted: number, refusal: AppError): AppError {
+  if (refusal.details?.reason === 'queue_full') return refusal;
+  const held = edgeTransactionsOf(deps.edgePool).snapshot(waitStarted);
+  const cause = causeOfEdgeWait({ kafkaAvailable: deps.bus.available(), ...held, max: held.held });
+  if (cause === 'Kafka') return unavailable('Kafka');
+  if (cause === 'PostgreSQL') return unavailable('PostgreSQL');
+  return refusal;
 }
 
 /** The 503 for a write that got no edge connection within the pool's wait (see edge-wait.ts). */
