@@ -97,6 +97,7 @@ export function allRoutes(deps: AppDeps): { routes: RouteDefinition[]; keyRecord
           inFlightTenantSharePercent: deps.config.limits.inFlightTenantSharePercent,
           databaseShare: {
             sharePercent: deps.config.database.tenantSharePercent,
+            edgeSharePercent: deps.config.database.edgeTenantSharePercent,
             queue: deps.config.database.tenantQueue,
             statementTimeoutMs: deps.config.database.statementTimeoutMs,
           },

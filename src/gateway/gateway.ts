@@ -37,21 +37,21 @@ export async function startGateway(
   const pool = createPool(config.database.url, sizes.shared, 'connect-gateway', poolOptions);
   // Each tenant holds at most its share of a scoped pool (db/tenant-shares.ts), so one tenant's
   // requests never keep another's waiting for a connection.
-  const shares = {
-    sharePercent: config.database.tenantSharePercent,
+  const shares = (sharePercent: number) => ({
+    sharePercent,
     queuePerTenant: config.database.tenantQueue,
     waitMs: tenantShareWaitMs,
-  };
+  });
   const tenantPool = createTenantPool(config.database.url, sizes.tenant, 'connect-gateway-tenant', {
     ...poolOptions,
-    shares,
+    shares: shares(config.database.tenantSharePercent),
     // A request's read runs no longer than this: cancelled and answered, not holding a connection.
     // Not on the edge pool: its transactions wait for Kafka between statements, not in one.
     statementTimeoutMs: config.database.statementTimeoutMs,
   });
   const edgePool = createTenantPool(config.database.url, config.database.edgePoolMax, 'connect-gateway-edge', {
     ...poolOptions,
-    shares,
+    shares: shares(config.database.edgeTenantSharePercent),
   });
   const endPools = () => Promise.all([pool.end(), tenantPool.end(), edgePool.end()]);
   try {

@@ -71,8 +71,11 @@ const database = section('PostgreSQL', {
   edgePoolMax: env('DATABASE_EDGE_POOL_MAX', int(10, 1, 1000)).describe(
     "gateway only: connections of edge transactions, which wait for Kafka's acknowledgement; a separate budget so waiting writes never starve reads",
   ),
-  tenantSharePercent: env('DATABASE_TENANT_SHARE_PERCENT', int(50, 1, 100)).describe(
-    "gateway only: the most of each tenant-scoped pool's connections (the reads' and short writes' `DATABASE_POOL_MAX` less a quarter; the edge pool's `DATABASE_EDGE_POOL_MAX`) one tenant's requests hold at once (at least one); beyond, they wait in the tenant's own queue, and a connection that comes free goes to the waiting tenant holding the fewest, so one tenant's load never delays another's checkout by more than one release ([operations.md](operations.md#database-shares))",
+  tenantSharePercent: env('DATABASE_TENANT_SHARE_PERCENT', int(25, 1, 100)).describe(
+    "gateway only: the most of the read pool's connections (`DATABASE_POOL_MAX` less a quarter: the tenants' reads and short writes) one tenant's requests hold at once (at least one); beyond, they wait in the tenant's own queue, and a connection that comes free goes to the waiting tenant holding the fewest, so one tenant's load never keeps another's request waiting for a connection. Small, because a read's cost grows with the tenant's history and a connection's share is a share of PostgreSQL's cores: at 25 % another tenant's p99 stayed within 2.4× of quiet beside 40 connections of one client's deepest reads, at 50 % within 7× ([operations.md](operations.md#database-shares))",
+  ),
+  edgeTenantSharePercent: env('DATABASE_EDGE_TENANT_SHARE_PERCENT', int(50, 1, 100)).describe(
+    "gateway only: the same for the edge pool (`DATABASE_EDGE_POOL_MAX`): the writes that wait for Kafka's acknowledgement, whose statements read by key; larger than the read share, so one tenant's writes keep their throughput",
   ),
   tenantQueue: env('DATABASE_TENANT_QUEUE', int(256, 0, 10_000)).describe(
     "gateway only: requests of one tenant waiting for a connection past its share, per pool and replica; beyond, and after waiting 5 s, 429 `database_share_exceeded` + `Retry-After`. Generous, because a place in it costs little (the request's body is already held, within the memory budget) and a burst of one client's retries (50 identical requests at once) should wait its turn rather than be refused; it bounds how many requests one tenant parks on a replica",

@@ -90,7 +90,7 @@ describe('a write that finds every edge connection held', () => {
         KAFKA_BROKERS: kafka.brokers,
         DATABASE_EDGE_POOL_MAX: '2',
         // One tenant may fill the edge pool here: the test is of a full pool, not of a tenant's share.
-        DATABASE_TENANT_SHARE_PERCENT: '100',
+        DATABASE_EDGE_TENANT_SHARE_PERCENT: '100',
         KAFKA_PRODUCE_TIMEOUT_MS: String(produceTimeoutMs),
         ORPHAN_GRACE_MS: String(produceTimeoutMs + 60_000),
       });

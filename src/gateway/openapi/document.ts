@@ -24,7 +24,7 @@ export type DocumentLimits = {
   inFlightClientSharePercent: number;
   inFlightTenantSharePercent: number;
   /** Each tenant's share of the gateway's database connections (DATABASE_TENANT_*, DATABASE_STATEMENT_TIMEOUT_MS). */
-  databaseShare: { sharePercent: number; queue: number; statementTimeoutMs: number };
+  databaseShare: { sharePercent: number; edgeSharePercent: number; queue: number; statementTimeoutMs: number };
   uploadWindow: UploadWindow;
   /** The lingering close after a refusal (REFUSED_BODY_DRAIN_BYTES / _MS). */
   refusedBodyDrain: { maxBytes: number; maxMs: number };
@@ -234,7 +234,8 @@ function describeService(limits: DocumentLimits): string {
       `all of a tenant's clients together at most ${limits.inFlightTenantSharePercent}% (each at least one); beyond, ` +
       '503 service_busy with Retry-After.',
     `- Every operation that reads or writes tenant data holds one of the gateway's database connections while it ` +
-      `does: one tenant's requests hold at most ${limits.databaseShare.sharePercent}% of a replica's (at least one), ` +
+      `does: one tenant's requests hold at most ${limits.databaseShare.sharePercent}% of a replica's for reads and short ` +
+      `writes and ${limits.databaseShare.edgeSharePercent}% of those for writes handed to Kafka (each at least one), ` +
       `wait beyond that in the tenant's own queue (at most ${limits.databaseShare.queue} requests, 5 s each), and are ` +
       "answered 429 database_share_exceeded with Retry-After past it: one tenant's many requests at once never keep " +
       `another's waiting. A statement past ${limits.databaseShare.statementTimeoutMs} ms is cancelled: 503 ` +

@@ -1,17 +1,15 @@
 import type { Config } from '../../shared/config.js';
-import { isPostgresUnavailable } from '../../shared/db/errors.js';
 import { inTransaction, type Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logger.js';
-import { backoffMs, pause, retrying, schedules } from '../../shared/retry.js';
-import { serviceVersion } from '../../shared/version.js';
-import { signWebhook } from '../../shared/webhooks/signing.js';
+import { backoffMs, pause, schedules } from '../../shared/retry.js';
 import type { PollingWorker } from '../start-workers.js';
 import { noWorkerMetrics, type WorkerMetrics } from '../worker-metrics.js';
+import { attemptDelivery } from './attempt.js';
 import { DispatcherSlots } from './dispatcher-slots.js';
-import { createWebhookAgents, postWebhook, type AttemptResult } from './post.js';
+import { createWebhookAgents, type AttemptResult } from './post.js';
 import { startEventPruner } from './prune.js';
-import { recordOutcome, type Claimed, type Recorded, type RecordSettings } from './record.js';
-import { beginAttempt, claimDeliveries, claimLockId } from './sql.js';
+import type { Claimed, Recorded, RecordSettings } from './record.js';
+import { claimDeliveries, claimLockId } from './sql.js';
 import { listenForDueDeliveries } from './wake.js';
 
 export type DispatcherDeps = {
@@ -139,51 +137,11 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     void inSlot.finally(wake);
   }
 
+  /** One attempt, its lease kept alive until its outcome is recorded (attempt.ts); reported once recorded. */
   async function attempt(d: Claimed): Promise<void> {
-    const context = { eventId: d.event_id, endpointId: d.endpoint_id };
-    // The lease began at the claim; restart it now so it covers the attempt and not whatever
-    // delayed us since (a starved process, a slow answer). Not ours any more: send nothing.
-    let begun;
-    try {
-      begun = await pool.query(beginAttempt, [d.id, d.lease_token, leaseMs(webhooks)]);
-    } catch (err) {
-      log.warn(
-        { err, ...context },
-        'webhook attempt not begun (PostgreSQL unreachable?); tried again when its lease expires',
-      );
-      return;
-    }
-    if (begun.rowCount === 0) {
-      log.warn(context, 'webhook lease lost before the attempt began: not sent (another dispatcher has it)');
-      return;
-    }
-    const startedAt = new Date();
-    const secrets = d.previous_secret ? [d.secret, d.previous_secret] : [d.secret];
-    const headers = {
-      ...signWebhook(d.event_id, startedAt, d.body, secrets),
-      'user-agent': `connect-integration-webhooks/${serviceVersion}`,
-    };
-    const result = await postWebhook(d.url, headers, d.body, {
-      timeoutMs: webhooks.timeoutMs,
-      allowPrivate: webhooks.allowPrivateTargets,
-      agents,
-    });
-    // The POST was made: once its record lands (lease token still ours) nothing is sent again, so
-    // it is retried while PostgreSQL is unreachable. Stopping meanwhile leaves the lease to expire.
-    const recorded = await retrying(
-      schedules.dependencyWait,
-      () => recordOutcome(pool, settings, d, startedAt, result),
-      {
-        retriable: isPostgresUnavailable,
-        signal: stopped.signal,
-        onRetry: (err, failures, retryInMs) =>
-          log.warn(
-            { err, ...context, outcome: result.outcome, failures, retryInMs },
-            'webhook attempt made but not recorded yet (PostgreSQL unavailable); retrying',
-          ),
-      },
-    );
-    report(d, result, recorded);
+    const deps = { pool, webhooks, leaseMs: leaseMs(webhooks), agents, settings, log, stopped: stopped.signal };
+    const made = await attemptDelivery(d, deps);
+    if (made) report(made.delivery, made.result, made.recorded);
   }
 
   /** Logs and counts a recorded outcome (after its commit: a record tried again must not count twice). */

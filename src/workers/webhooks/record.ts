@@ -20,13 +20,15 @@ import {
 // breaker, Disabled). Every change to a delivery requires this dispatcher's lease token: if
 // another dispatcher took the delivery over meanwhile, nothing is changed (lease_lost).
 
-/** A delivery as the claim returns it. */
+/** A delivery as the claim returns it; its counts as beginAttempt left them once it began (attempt.ts). */
 export type Claimed = {
   id: string;
   tenant_id: string;
   event_id: string;
   endpoint_id: string;
+  /** Attempts begun, this one included: its number. */
   attempt_count: number;
+  /** Attempts begun since it was (re)queued, this one included: picks the next wait of the retry schedule. */
   round_attempts: number;
   lease_token: string;
   type: string;

@@ -60,7 +60,7 @@ export const claimDeliveries = `
   ), claimed AS (
     UPDATE webhook_deliveries d
        SET status = 'Delivering', lease_until = now() + $2 * interval '1 millisecond', lease_token = gen_random_uuid(),
-           attempt_count = d.attempt_count + 1, round_attempts = d.round_attempts + 1, updated_at = now()
+           updated_at = now() -- the attempt is counted when it begins (beginAttempt), not here
       FROM picked WHERE d.id = picked.id
     RETURNING d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempt_count, d.round_attempts, d.lease_token
   )
@@ -74,11 +74,28 @@ export const claimDeliveries = `
 /**
  * Restarts the lease ($3 ms) when the attempt begins, only while the lease token ($2) is still
  * this dispatcher's: the lease covers the attempt, not the wait since the claim. No row: another
- * dispatcher claimed the delivery meanwhile (or finished it), so this one must not send.
+ * dispatcher claimed the delivery meanwhile (or finished it), so this one must not send. The
+ * attempt is counted here, right before it is sent, not at the claim: a claim never sent (its
+ * lease lost, its dispatcher killed) uses up nothing of the retry schedule. Returns the counts.
  */
 export const beginAttempt = `
-  UPDATE webhook_deliveries SET lease_until = now() + $3 * interval '1 millisecond', updated_at = now()
-   WHERE id = $1 AND lease_token = $2`;
+  UPDATE webhook_deliveries
+     SET lease_until = now() + $3 * interval '1 millisecond', attempt_count = attempt_count + 1,
+         round_attempts = round_attempts + 1, updated_at = now()
+   WHERE id = $1 AND lease_token = $2
+  RETURNING attempt_count, round_attempts`;
+
+/**
+ * Renews the leases ($3 ms from now) of deliveries a dispatcher holds ($1 ids, $2 their lease
+ * tokens), while they are still its own (lease.ts). Rows locked now are skipped: the recording
+ * of an outcome holds that lock (and a claim skips them too), so renewing never waits for it.
+ */
+export const renewLeases = `
+  UPDATE webhook_deliveries d SET lease_until = now() + $3 * interval '1 millisecond'
+    FROM (SELECT w.id FROM webhook_deliveries w
+            JOIN unnest($1::bigint[], $2::uuid[]) AS held(id, token) ON w.id = held.id AND w.lease_token = held.token
+             FOR UPDATE OF w SKIP LOCKED) mine
+   WHERE d.id = mine.id`;
 
 /**
  * Records one attempt; at most once per delivery and attempt number, so recording again after a

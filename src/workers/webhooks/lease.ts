@@ -1,0 +1,80 @@
+import pg from 'pg';
+import type { Pool } from '../../shared/db/pool.js';
+import type { Logger } from '../../shared/logger.js';
+import { renewLeases } from './sql.js';
+
+/**
+ * Renews the leases of the deliveries a dispatcher has in hand (claimed, being sent, outcome
+ * being recorded) every third of a lease, so a lease never runs out under a live dispatcher
+ * whose recording is slow (a pool wait, a lock, PostgreSQL briefly away): another dispatcher
+ * takes a delivery over only when its holder stopped renewing (it died, or lost PostgreSQL for a
+ * whole lease). That is what keeps a success from being sent again (issue 50).
+ *
+ * On a connection of its own, not the dispatcher's pool: a pool full of stalled recordings must
+ * not hold up the renewals that protect them. Rows locked right now are skipped (SKIP LOCKED):
+ * a recording holds that lock, and a claim skips them for the same reason, so one stalled
+ * recording never holds up the others' renewals. A renewal that fails is logged and tried at the
+ * next tick; the lease it renews still has two thirds of its length to run.
+ */
+export class LeaseKeeper {
+  private readonly held = new Map<string, string>(); // delivery id → lease token
+  private timer: NodeJS.Timeout | null = null;
+  private readonly db: pg.Pool;
+
+  constructor(
+    source: Pool,
+    private readonly leaseMs: number,
+    private readonly log: Logger,
+  ) {
+    const everyMs = leaseMs / 3;
+    this.db = new pg.Pool({
+      ...source.options,
+      max: 1,
+      application_name: 'connect-webhook-leases',
+      // A renewal that does not answer within its tick is given up (the next one tries again).
+      query_timeout: everyMs,
+      connectionTimeoutMillis: everyMs,
+      // Closed when nothing was held for a lease: a stopped dispatcher leaves no connection behind.
+      idleTimeoutMillis: leaseMs,
+      allowExitOnIdle: true,
+    });
+    this.db.on('error', () => undefined); // an idle connection that died; the next renewal opens another
+  }
+
+  /** From the claim until the outcome is recorded (or given up). */
+  hold(id: string, token: string) {
+    this.held.set(id, token);
+    this.timer ??= setInterval(() => void this.renew(), this.leaseMs / 3).unref();
+  }
+
+  release(id: string) {
+    this.held.delete(id);
+    if (this.held.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+
+  private renewing = false;
+
+  private async renew() {
+    if (this.renewing || this.held.size === 0) return; // one at a time: a slow one is not stacked
+    this.renewing = true;
+    try {
+      await this.db.query(renewLeases, [[...this.held.keys()], [...this.held.values()], this.leaseMs]);
+    } catch (err) {
+      this.log.warn({ err, deliveries: this.held.size }, 'webhook leases not renewed; tried again at the next tick');
+    } finally {
+      this.renewing = false;
+    }
+  }
+}
+
+// One keeper per dispatcher pool (a dispatcher's attempts share its connection).
+const keepers = new WeakMap<Pool, LeaseKeeper>();
+
+export function leaseKeeper(pool: Pool, leaseMs: number, log: Logger): LeaseKeeper {
+  let keeper = keepers.get(pool);
+  if (!keeper) keepers.set(pool, (keeper = new LeaseKeeper(pool, leaseMs, log)));
+  return keeper;
+}
