@@ -242,11 +242,17 @@ const webhooks = section('webhook endpoints and their dispatcher', {
   pollIntervalMs: env('WEBHOOK_POLL_INTERVAL_MS', int(1000, 10, 60_000)).describe(
     'how often an idle dispatcher looks for due deliveries: the backstop (retries and breaker probes coming due, a notification missed while its LISTEN connection was replaced); a commit that makes deliveries due wakes it at once (NOTIFY)',
   ),
-  concurrency: env('WEBHOOK_CONCURRENCY', int(64, 1, 1000)).describe(
-    'webhook attempts one dispatcher process makes at once (its slots)',
+  concurrency: env('WEBHOOK_CONCURRENCY', int(512, 1, 10_000)).describe(
+    'webhook requests one dispatcher process has open at once (its slots; a hard cap): an open request costs a socket and a few KiB',
   ),
   tenantSharePercent: env('WEBHOOK_TENANT_SHARE_PERCENT', int(25, 1, 100)).describe(
-    "percentage of one dispatcher process's slots that one tenant's deliveries may hold at once (at least one slot): the rest stay free for other tenants, so one tenant's slow endpoints cannot delay theirs",
+    "percentage of one dispatcher process's slots that one tenant's deliveries may hold at once (at least one slot): a ceiling; free slots go to the tenant that used least slot time lately, and `WEBHOOK_RESERVE_PERCENT` keeps room for endpoints that answer",
+  ),
+  reservePercent: env('WEBHOOK_RESERVE_PERCENT', int(25, 0, 90)).describe(
+    "percentage of one dispatcher process's slots held back for endpoints that answer (last attempt succeeded, none of their requests slow): deliveries to failing, timing-out or untried endpoints may only take the rest, so however many tenants' endpoints hang, one that answers finds a slot",
+  ),
+  slowAttemptMs: env('WEBHOOK_SLOW_ATTEMPT_MS', int(1000, 10, 120_000)).describe(
+    'a request open this long (or an attempt that took this long) makes its endpoint slow to that dispatcher: it loses the reserved slots until an attempt answers faster',
   ),
   endpointConcurrency: env('WEBHOOK_ENDPOINT_CONCURRENCY', int(4, 1, 1000)).describe(
     'attempts in flight to one endpoint at once, across all dispatchers, for an endpoint whose client set no `maxInFlight`',

@@ -23,6 +23,7 @@ const env = {
   // Every slot on one endpoint of one tenant: eight attempts held open at once.
   WEBHOOK_TENANT_SHARE_PERCENT: '100',
   WEBHOOK_ENDPOINT_CONCURRENCY: '8',
+  WEBHOOK_RESERVE_PERCENT: '0', // none held back for endpoints that answer: this one never has yet
   WEBHOOK_RETRY_SCHEDULE: '0.2,0.5,1,2,4',
 };
 const count = 20;

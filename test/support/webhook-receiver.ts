@@ -26,7 +26,12 @@ export async function startWebhookReceiver() {
   const received: Received[] = [];
   const behaviours = new Map<string, Behaviour>();
   const held = new Map<http.ServerResponse, string>(); // held-open responses and their paths
+  let open = 0; // requests not answered yet (their response neither sent nor closed)
+  let peakOpen = 0;
   const server = http.createServer((req, res) => {
+    open++;
+    peakOpen = Math.max(peakOpen, open);
+    res.once('close', () => open--);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -77,8 +82,19 @@ export async function startWebhookReceiver() {
         `${count} webhook request(s) on ${path}`,
       );
     },
+    /** Requests open now (arrived, not answered yet), and the most open at once since start. */
+    openCount: () => open,
+    peakOpen: () => peakOpen,
     /** Requests held open now (on one path, or on all). */
     heldCount: (path?: string) => [...held.values()].filter((p) => path === undefined || p === path).length,
+    /** Answers the held request that arrived first (false: none held). */
+    releaseOne(status = 200): boolean {
+      const first = held.keys().next();
+      if (first.done) return false;
+      held.delete(first.value);
+      if (!first.value.destroyed) first.value.writeHead(status).end('released');
+      return true;
+    },
     /** Answers every held request. */
     release(status = 200) {
       for (const res of held.keys()) if (!res.destroyed) res.writeHead(status).end('released');

@@ -1,28 +1,106 @@
 /**
- * One dispatcher process's slots: `max` attempts at once, of which one tenant's deliveries hold
- * at most tenantSharePercent (at least one slot), so the rest stay free for the other tenants
- * (the same share rule as the gateway's in-flight slots, gateway/http/in-flight.ts). The claim
- * (sql.ts) is told what each tenant holds here and takes no more than its share.
+ * One dispatcher process's slots: a slot is one open request, `max` of them at most (a hard cap:
+ * the claim asks for no more than are free). Three rules decide who gets a free slot (issue 50):
+ *
+ * - Reserved for endpoints that answer: `reserve` slots are only ever taken by deliveries to
+ *   endpoints whose last attempt succeeded and none of whose requests here is slow (open for
+ *   slowMs or more, or its last one took that long). Deliveries to any other endpoint (failing,
+ *   timing out, never tried) are claimed only while more than `reserve` slots are free, so however
+ *   many tenants' endpoints hang, an endpoint that answers finds a slot at once.
+ * - Fair by time, not by count: each tenant's use is the slot-milliseconds its attempts held here
+ *   (decaying by half every halfLifeMs, and counting requests still open as they go); among
+ *   deliveries due, the claim serves the tenant that used least first (start-time fair queueing:
+ *   a tenant's n-th delivery of the claim is ordered at its use plus n − 1 times its typical
+ *   attempt's length). A tenant whose endpoints hold slots for seconds each sorts behind one whose
+ *   attempts take milliseconds, however old its backlog.
+ * - A ceiling per tenant: at most tenantShare slots (tenantSharePercent of max, at least one) at once.
  */
+export type SlotSettings = {
+  max: number;
+  tenantSharePercent: number;
+  reservePercent: number;
+  slowMs: number;
+  halfLifeMs?: number;
+};
+
+/** What the claim is told about the tenants this process has served (sql.ts claimDeliveries). */
+export type TenantUse = { ids: string[]; held: number[]; usedMs: number[]; costMs: number[] };
+
+type Tenant = { held: number; usedMs: number; at: number; costMs: number | null };
+type Running = { tenant: string; endpoint: string; startedAt: number; work: Promise<void> };
+
+/** A tenant never served here is ordered as if its attempts took this long (one slot-second). */
+export const unknownCostMs = 1000;
+/** Slow endpoints remembered at most (the oldest forgotten first): bounded memory. */
+const slowRemembered = 10_000;
+
 export class DispatcherSlots {
   readonly tenantShare: number;
-  private readonly running = new Map<string, { tenant: string; work: Promise<void> }>();
-  private readonly byTenant = new Map<string, number>();
+  readonly reserve: number;
+  private readonly slowMs: number;
+  private readonly halfLifeMs: number;
+  private readonly running = new Map<string, Running>();
+  private readonly tenants = new Map<string, Tenant>();
+  /** Endpoints whose last attempt here took slowMs or more (until one answers faster). */
+  private readonly slowEndpoints = new Set<string>();
+  private peak = 0;
 
   constructor(
-    private readonly max: number,
-    tenantSharePercent: number,
+    private readonly settings: SlotSettings,
+    private readonly clock: () => number = () => performance.now(),
   ) {
+    const { max, tenantSharePercent, reservePercent } = settings;
     this.tenantShare = Math.max(1, Math.floor((max * tenantSharePercent) / 100));
+    this.reserve = Math.min(max - 1, Math.floor((max * reservePercent) / 100));
+    this.slowMs = settings.slowMs;
+    this.halfLifeMs = settings.halfLifeMs ?? 30_000;
   }
 
   free(): number {
-    return this.max - this.running.size;
+    return this.settings.max - this.running.size;
+  }
+
+  /** Slots that deliveries to endpoints not known to answer may take now (the free beyond the reserve). */
+  unreservedFree(): number {
+    return Math.max(0, this.free() - this.reserve);
+  }
+
+  /** The most slots held at once since start. */
+  peakHeld(): number {
+    return this.peak;
   }
 
   /** Slots each tenant holds now (tenants holding none are absent). */
   heldByTenant(): ReadonlyMap<string, number> {
-    return this.byTenant;
+    return new Map([...this.tenants].filter(([, t]) => t.held > 0).map(([id, t]) => [id, t.held]));
+  }
+
+  /** Every tenant served here recently: slots held, slot-ms used (decayed, open requests included), typical attempt ms. */
+  tenantUse(): TenantUse {
+    const now = this.clock();
+    const openMs = new Map<string, number>();
+    for (const r of this.running.values()) openMs.set(r.tenant, (openMs.get(r.tenant) ?? 0) + (now - r.startedAt));
+    const use: TenantUse = { ids: [], held: [], usedMs: [], costMs: [] };
+    for (const [id, t] of this.tenants) {
+      const usedMs = this.decayed(t, now) + (openMs.get(id) ?? 0);
+      if (t.held === 0 && usedMs < 1) {
+        this.tenants.delete(id); // forgotten: it starts level with a tenant never seen
+        continue;
+      }
+      use.ids.push(id);
+      use.held.push(t.held);
+      use.usedMs.push(usedMs);
+      use.costMs.push(Math.max(1, t.costMs ?? unknownCostMs, openMs.has(id) ? openMs.get(id)! / t.held : 0));
+    }
+    return use;
+  }
+
+  /** Endpoints not to be treated as answering: a request here open slowMs or more, or the last one took that long. */
+  slowEndpointIds(): string[] {
+    const now = this.clock();
+    const slow = new Set(this.slowEndpoints);
+    for (const r of this.running.values()) if (now - r.startedAt >= this.slowMs) slow.add(r.endpoint);
+    return [...slow];
   }
 
   /** Ids of the deliveries in hand (an attempt, or its outcome waiting for PostgreSQL). */
@@ -31,21 +109,41 @@ export class DispatcherSlots {
   }
 
   /** Runs work in a slot of the delivery's tenant; the slot is free again when it settles (the promise returned). */
-  take(delivery: { id: string; tenant_id: string }, work: () => Promise<void>): Promise<void> {
-    const tenant = delivery.tenant_id;
-    this.byTenant.set(tenant, (this.byTenant.get(tenant) ?? 0) + 1);
+  take(delivery: { id: string; tenant_id: string; endpoint_id: string }, work: () => Promise<void>): Promise<void> {
+    const tenantId = delivery.tenant_id;
+    const startedAt = this.clock();
+    const tenant = this.tenants.get(tenantId) ?? { held: 0, usedMs: 0, at: startedAt, costMs: null };
+    tenant.held++;
+    this.tenants.set(tenantId, tenant);
     const done = work().finally(() => {
+      const now = this.clock();
+      const tookMs = now - startedAt;
       this.running.delete(delivery.id);
-      const left = this.byTenant.get(tenant)! - 1;
-      if (left === 0) this.byTenant.delete(tenant);
-      else this.byTenant.set(tenant, left);
+      tenant.usedMs = this.decayed(tenant, now) + tookMs;
+      tenant.at = now;
+      tenant.costMs = tenant.costMs === null ? tookMs : 0.8 * tenant.costMs + 0.2 * tookMs;
+      tenant.held--;
+      if (!this.tenants.has(tenantId)) this.tenants.set(tenantId, tenant);
+      this.noteSpeed(delivery.endpoint_id, tookMs);
     });
-    this.running.set(delivery.id, { tenant, work: done });
+    this.running.set(delivery.id, { tenant: tenantId, endpoint: delivery.endpoint_id, startedAt, work: done });
+    this.peak = Math.max(this.peak, this.running.size);
     return done;
   }
 
   /** Resolves when every attempt in hand has settled. */
   async settled(): Promise<void> {
     await Promise.allSettled([...this.running.values()].map((r) => r.work));
+  }
+
+  private decayed(t: Tenant, now: number): number {
+    return t.usedMs * 2 ** (-(now - t.at) / this.halfLifeMs);
+  }
+
+  private noteSpeed(endpoint: string, tookMs: number) {
+    this.slowEndpoints.delete(endpoint);
+    if (tookMs < this.slowMs) return;
+    this.slowEndpoints.add(endpoint); // re-added: now the newest
+    if (this.slowEndpoints.size > slowRemembered) this.slowEndpoints.delete(this.slowEndpoints.values().next().value!);
   }
 }

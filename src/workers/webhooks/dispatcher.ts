@@ -5,7 +5,7 @@ import { backoffMs, pause, schedules } from '../../shared/retry.js';
 import type { PollingWorker } from '../start-workers.js';
 import { noWorkerMetrics, type WorkerMetrics } from '../worker-metrics.js';
 import { attemptDelivery } from './attempt.js';
-import { DispatcherSlots } from './dispatcher-slots.js';
+import { DispatcherSlots, unknownCostMs } from './dispatcher-slots.js';
 import { createWebhookAgents, type AttemptResult } from './post.js';
 import { startEventPruner } from './prune.js';
 import type { Claimed, Recorded, RecordSettings } from './record.js';
@@ -40,8 +40,9 @@ type LoopState =
  * The webhook dispatcher: claims due deliveries from PostgreSQL with a lease, woken by the NOTIFY
  * of the transaction that made them due (wake.ts) and polling as the backstop (any
  * number of dispatcher processes share the work; one that dies leaves leases that expire), fairly
- * (sql.ts claimDeliveries: each endpoint its share in flight, each tenant its share of this
- * process's slots, round robin across tenants), POSTs each signed event with a per-attempt
+ * (dispatcher-slots.ts, sql.ts claimDeliveries: each endpoint its share in flight, slots held
+ * back for endpoints that answer, free slots to the tenant that used least slot time lately,
+ * each tenant at most its share of this process's slots), POSTs each signed event with a per-attempt
  * timeout and records every attempt (record.ts). Failures are retried on the schedule; after the
  * last one the delivery is Failed and its endpoint Disabled; an endpoint that keeps failing is
  * backed off as a whole by its breaker (breaker.ts). PostgreSQL going away stops nothing: polls
@@ -51,9 +52,16 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   stop(): Promise<void>;
   /** Whether it is woken by NOTIFY now (its LISTEN connection is up); false without databaseUrl. */
   listening(): boolean;
+  /** Slots held now (open requests and outcomes being recorded) and the most held at once since start. */
+  slotsHeld(): { now: number; peak: number };
 } {
   const log = logger.child({ worker: 'webhooks' });
-  const slots = new DispatcherSlots(webhooks.concurrency, webhooks.tenantSharePercent);
+  const slots = new DispatcherSlots({
+    max: webhooks.concurrency,
+    tenantSharePercent: webhooks.tenantSharePercent,
+    reservePercent: webhooks.reservePercent,
+    slowMs: webhooks.slowAttemptMs,
+  });
   const stopped = new AbortController();
   // Aborted when a slot comes free or deliveries came due (a NOTIFY): a waiting loop polls at once.
   // One that comes during a poll is kept, so the wait after that poll ends at once: the poll's
@@ -73,7 +81,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
 
   /** Claims what the free slots may take, in one transaction that waits for any other dispatcher's claim. */
   async function claim(free: number): Promise<Claimed[]> {
-    const held = slots.heldByTenant();
+    const use = slots.tenantUse();
     return inTransaction(pool, async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock($1)', [claimLockId]);
       const { rows } = await tx.query<Claimed>(claimDeliveries, [
@@ -82,8 +90,13 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
         webhooks.endpointConcurrency,
         webhooks.endpointConcurrencyMax,
         slots.tenantShare,
-        [...held.keys()],
-        [...held.values()],
+        use.ids,
+        use.held,
+        use.usedMs,
+        use.costMs,
+        slots.unreservedFree(),
+        slots.slowEndpointIds(),
+        unknownCostMs,
         slots.deliveryIds(),
       ]);
       return rows;
@@ -191,6 +204,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
 
   return {
     listening: () => listener?.listening() ?? false,
+    slotsHeld: () => ({ now: webhooks.concurrency - slots.free(), peak: slots.peakHeld() }),
     async stop() {
       stopped.abort();
       await Promise.all([loop, listener?.close()]);

@@ -6,55 +6,76 @@ export const claimLockId = 7_239_014_561;
 /**
  * Claims due deliveries fairly, for $2 ms each. Due: Pending ones whose time has come and
  * Delivering ones whose lease expired (their dispatcher died mid-attempt), of Active endpoints
- * whose breaker lets something through.
+ * whose breaker lets something through. At most $1 (this dispatcher's free slots: its hard cap).
  *
  * - Per endpoint: at most its share in flight at once, across all dispatchers (max_in_flight, or
  *   $3 where unset, never above $4; one while its breaker is half open, probing), oldest due first.
- * - Per tenant: this dispatcher's slots it may still take ($5 minus what it holds here, given as
- *   $6 tenant ids and $7 counts), one endpoint after another (the first due of every endpoint,
- *   then the second …).
- * - Across tenants: round robin (every tenant's first, then every tenant's second …), $1 in all.
+ * - Endpoints that answer (issue 50): its last attempt succeeded, its breaker is closed, and it is
+ *   not among $11 (endpoints with a slow request at this dispatcher). Deliveries to any other
+ *   endpoint take at most $10 of the slots (the free ones beyond the reserve, dispatcher-slots.ts);
+ *   with $10 = 0 their endpoints are not even looked at.
+ * - Per tenant, as this dispatcher knows them ($6 ids, $7 slots held here, $8 slot-ms used
+ *   lately, $9 typical attempt ms; $12 for a tenant not listed): at most $5 − held slots; its
+ *   deliveries one endpoint after another (the first due of every endpoint, then the second …),
+ *   its n-th ordered at used + (n − 1) × typical (start-time fair queueing by slot time).
+ * - Across tenants: by that order, least used first; the oldest due breaks a tie.
  *
  * Runs after pg_advisory_xact_lock(claimLockId) in its transaction: one claim at a time, so the
  * counts of attempts in flight it reads cannot be raced by another dispatcher's claim. FOR UPDATE
- * SKIP LOCKED still skips a delivery whose outcome is being recorded right now. $8: ids this
+ * SKIP LOCKED still skips a delivery whose outcome is being recorded right now. $13: ids this
  * dispatcher is still working on (an outcome waiting for PostgreSQL to come back), never its own
  * to take again. Returns what the attempt needs.
  */
 export const claimDeliveries = `
-  WITH endpoint_room AS (
-    SELECT ep.id, ep.tenant_id,
-           CASE WHEN ep.breaker_opened_at IS NULL THEN least(coalesce(ep.max_in_flight, $3), $4) ELSE 1 END
-             - (SELECT count(*) FROM webhook_deliveries f
-                 WHERE f.endpoint_id = ep.id AND f.status = 'Delivering' AND f.lease_until >= now()) AS room
+  WITH tenant AS (
+    SELECT * FROM unnest($6::uuid[], $7::int[], $8::float8[], $9::float8[]) AS t(tenant_id, held, used_ms, cost_ms)
+  ), endpoint_health AS (
+    SELECT ep.id, ep.tenant_id, ep.max_in_flight, ep.breaker_opened_at,
+           ep.breaker_opened_at IS NULL AND ep.last_success_at IS NOT NULL
+             AND (ep.last_failure_at IS NULL OR ep.last_success_at >= ep.last_failure_at)
+             AND ep.id <> ALL($11::uuid[]) AS answering
       FROM webhook_endpoints ep
      WHERE ep.status = 'Active'
        AND (ep.breaker_probe_at IS NULL OR ep.breaker_probe_at <= now())
        -- a tenant whose share is full here is not looked at further
-       AND $5 > coalesce((SELECT h.n FROM unnest($6::uuid[], $7::int[]) AS h(tenant_id, n) WHERE h.tenant_id = ep.tenant_id), 0)
+       AND $5 > coalesce((SELECT t.held FROM tenant t WHERE t.tenant_id = ep.tenant_id), 0)
+  ), endpoint_room AS (
+    SELECT h.id, h.tenant_id, h.answering,
+           CASE WHEN h.breaker_opened_at IS NULL THEN least(coalesce(h.max_in_flight, $3), $4) ELSE 1 END
+             - (SELECT count(*) FROM webhook_deliveries f
+                 WHERE f.endpoint_id = h.id AND f.status = 'Delivering' AND f.lease_until >= now()) AS room
+      FROM endpoint_health h
+     WHERE (h.answering OR $10 > 0)
        AND EXISTS (SELECT FROM webhook_deliveries d
-                    WHERE d.endpoint_id = ep.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now())
+                    WHERE d.endpoint_id = h.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now())
   ), candidates AS (
-    SELECT c.id, r.tenant_id, c.next_attempt_at,
+    SELECT c.id, r.tenant_id, r.answering, c.next_attempt_at,
            row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.id) AS endpoint_rank
       FROM endpoint_room r
      CROSS JOIN LATERAL (
        SELECT d.id, d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
         WHERE d.endpoint_id = r.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now()
           AND (d.lease_until IS NULL OR d.lease_until < now())
-          AND d.id <> ALL($8::bigint[])
+          AND d.id <> ALL($13::bigint[])
         ORDER BY d.next_attempt_at, d.id
         LIMIT greatest(r.room, 0)) c
-  ), ranked AS (
-    SELECT c.id, c.next_attempt_at,
-           row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.endpoint_rank, c.next_attempt_at, c.id) AS tenant_rank,
-           $5 - coalesce(held.n, 0) AS tenant_room
+  ), tenant_ranked AS (
+    SELECT c.id, c.answering, c.next_attempt_at, t.used_ms, t.cost_ms, $5 - coalesce(t.held, 0) AS tenant_room,
+           row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.endpoint_rank, c.next_attempt_at, c.id) AS tenant_rank
       FROM candidates c
-      LEFT JOIN unnest($6::uuid[], $7::int[]) AS held(tenant_id, n) ON held.tenant_id = c.tenant_id
+      LEFT JOIN tenant t ON t.tenant_id = c.tenant_id
+  ), ordered AS (
+    SELECT id, answering, next_attempt_at,
+           coalesce(used_ms, 0) + (tenant_rank - 1) * coalesce(cost_ms, $12) AS fair_at
+      FROM tenant_ranked WHERE tenant_rank <= tenant_room
+  ), ranked AS (
+    SELECT id, answering, next_attempt_at, fair_at,
+           row_number() OVER (PARTITION BY answering ORDER BY fair_at, next_attempt_at, id) AS rank_in_pool
+      FROM ordered
   ), picked AS (
     SELECT d.id FROM webhook_deliveries d
-      JOIN (SELECT id, tenant_rank, next_attempt_at FROM ranked WHERE tenant_rank <= tenant_room
-             ORDER BY tenant_rank, next_attempt_at, id LIMIT $1) p ON p.id = d.id
+      JOIN (SELECT id, fair_at, next_attempt_at FROM ranked WHERE answering OR rank_in_pool <= $10
+             ORDER BY fair_at, next_attempt_at, id LIMIT $1) p ON p.id = d.id
      WHERE d.status IN ('Pending', 'Delivering') AND (d.lease_until IS NULL OR d.lease_until < now())
        FOR UPDATE OF d SKIP LOCKED
   ), claimed AS (
@@ -77,13 +98,26 @@ export const claimDeliveries = `
  * dispatcher claimed the delivery meanwhile (or finished it), so this one must not send. The
  * attempt is counted here, right before it is sent, not at the claim: a claim never sent (its
  * lease lost, its dispatcher killed) uses up nothing of the retry schedule. Returns the counts.
+ * A replay asked for since the claim is what this attempt sends: it starts the new round.
  */
 export const beginAttempt = `
   UPDATE webhook_deliveries
      SET lease_until = now() + $3 * interval '1 millisecond', attempt_count = attempt_count + 1,
-         round_attempts = round_attempts + 1, updated_at = now()
+         round_attempts = CASE WHEN replay_requested THEN 1 ELSE round_attempts + 1 END, replay_requested = false,
+         updated_at = now()
    WHERE id = $1 AND lease_token = $2
   RETURNING attempt_count, round_attempts`;
+
+/**
+ * A replay was asked for while this attempt was in flight (shared/webhooks/endpoint-deliveries.ts):
+ * whatever the outcome, the delivery is queued again, due now, a new round ($3 the error, or null).
+ * No row: no replay was asked for (or the lease is not this dispatcher's any more).
+ */
+export const requeueReplayed = `
+  UPDATE webhook_deliveries
+     SET status = 'Pending', next_attempt_at = now(), round_attempts = 0, replay_requested = false,
+         lease_until = NULL, lease_token = NULL, last_error = $3, updated_at = now()
+   WHERE id = $1 AND lease_token = $2 AND replay_requested`;
 
 /**
  * Renews the leases ($3 ms from now) of deliveries a dispatcher holds ($1 ids, $2 their lease

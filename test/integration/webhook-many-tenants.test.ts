@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { webhookCreate } from '../../src/admin/commands/webhook.js';
+import type { Config } from '../../src/shared/config.js';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { admin, createClientWithKey, createDemo } from '../support/fixtures.js';
+import { testConfig } from '../support/gateway.js';
+import { eventually } from '../support/kafka.js';
+import { raiseFieldJobEvents } from '../support/webhook-events.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+// Issue 50: many tenants whose endpoints hang at once must not delay a tenant whose endpoint
+// answers. Before, each tenant's 25 % was a ceiling, so any four such tenants held every slot.
+// Now a quarter of the slots is held back for endpoints that answer, and a free slot goes to the
+// tenant that used least slot time lately. Every assertion is on states, counts or the order in
+// which requests arrived, never on a duration: slow requests are held open by the receiver.
+
+process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = 'true';
+
+let db: TestDatabase;
+let pool: Pool;
+let receiver: WebhookReceiver;
+const stops: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createPool(db.url, 6, 'test');
+  receiver = await startWebhookReceiver();
+});
+
+// Hanging paths answer at once from now on, so nothing claimed while the dispatchers stop is held.
+const hangingPaths: string[] = [];
+afterEach(async () => {
+  for (const path of hangingPaths.splice(0)) receiver.behave(path, () => ({ status: 200 }));
+  receiver.release();
+  for (const stop of stops.splice(0).reverse()) await stop();
+  // What a test left due is not the next test's: its endpoints are disabled.
+  await pool.query(
+    `UPDATE webhook_endpoints SET status = 'Disabled', disabled_reason = 'test over', disabled_at = now() WHERE status = 'Active'`,
+  );
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await pool?.end();
+  await db?.drop();
+});
+
+// 16 slots: 4 held back for endpoints that answer, so hanging endpoints hold at most 12. A
+// tenant's share (25 %) is 4: eight hanging tenants would fill all 16 under a count ceiling alone.
+const slots = 16;
+const unreserved = 12;
+const settings = (): Config['webhooks'] =>
+  testConfig(db.url, {
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_POLL_INTERVAL_MS: '50',
+    WEBHOOK_TIMEOUT_MS: '120000', // held requests are answered by the test, not timed out
+    WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2',
+    WEBHOOK_CONCURRENCY: String(slots),
+    WEBHOOK_TENANT_SHARE_PERCENT: '25',
+    WEBHOOK_RESERVE_PERCENT: '25',
+    WEBHOOK_BREAKER_FAILURES: '1000', // no breaker: the held requests are what is tested
+    WEBHOOK_BREAKER_FAILURE_RATE_PERCENT: '0',
+  }).webhooks;
+
+function dispatch() {
+  const d = startDispatcher({ webhooks: settings(), logger: createLogger('silent', 'test-many-tenants'), pool });
+  stops.push(() => d.stop());
+  return d;
+}
+
+type Owner = { tenantId: string; clientId: string };
+
+async function newTenant(): Promise<Owner> {
+  const { tenantId } = await createDemo(pool);
+  const { clientId } = await createClientWithKey(pool, tenantId, '');
+  return { tenantId, clientId };
+}
+
+async function newEndpoint(owner: Owner): Promise<string> {
+  const path = `/hook/${randomUUID()}`;
+  await admin(pool, webhookCreate, ['--client', owner.clientId, '--url', receiver.url(path), '--events', 'all']);
+  return path;
+}
+
+/** `tenants` tenants with 3 endpoints each whose requests are held open; 2 events each (6 deliveries a tenant). */
+async function hangingTenants(tenants: number) {
+  const paths: string[] = [];
+  const owners: Owner[] = [];
+  for (let t = 0; t < tenants; t++) {
+    const owner = await newTenant();
+    owners.push(owner);
+    for (let e = 0; e < 3; e++) {
+      const path = await newEndpoint(owner);
+      receiver.behave(path, () => 'hold');
+      paths.push(path);
+      hangingPaths.push(path);
+    }
+  }
+  for (const owner of owners) await raiseFieldJobEvents(pool, owner, 2, 'HANGING');
+  const requests = () => paths.reduce((n, p) => n + receiver.received(p).length, 0);
+  return { paths, owners, requests, held: () => paths.reduce((n, p) => n + receiver.heldCount(p), 0) };
+}
+
+const attemptsOf = async (owners: Owner[]) =>
+  (
+    await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_attempts WHERE tenant_id = ANY($1)`, [
+      owners.map((o) => o.tenantId),
+    ])
+  ).rows[0]!.n;
+
+describe('webhooks when many tenants fail at once (issue 50)', () => {
+  it("delivers an answering endpoint's event while eight tenants' hanging endpoints hold every slot they may", async () => {
+    const d = dispatch();
+    // The healthy tenant's endpoint has answered before: it counts as an endpoint that answers.
+    const healthy = await newTenant();
+    const healthyPath = await newEndpoint(healthy);
+    await raiseFieldJobEvents(pool, healthy, 1, 'BEFORE');
+    await receiver.waitFor(healthyPath, 1);
+    await eventually(async () =>
+      (
+        await pool.query(`SELECT 1 FROM webhook_endpoints WHERE tenant_id = $1 AND last_success_at IS NOT NULL`, [
+          healthy.tenantId,
+        ])
+      ).rowCount
+        ? true
+        : undefined,
+    );
+
+    const hanging = await hangingTenants(8); // 48 deliveries, every request held open
+    await eventually(
+      () => (hanging.held() === unreserved ? true : undefined),
+      30_000,
+      'the hanging tenants hold every slot not held back',
+    );
+
+    const [eventId] = await raiseFieldJobEvents(pool, healthy, 1, 'DURING');
+    const hits = await receiver.waitFor(healthyPath, 2);
+    expect(hits[1]!.headers['webhook-id']).toBe(eventId);
+    // It arrived while every hanging request was still open: it waited for none of them.
+    expect(hanging.held()).toBe(unreserved);
+    expect(hanging.requests()).toBe(unreserved);
+    expect(await attemptsOf(hanging.owners)).toBe(0);
+    const { rows } = await pool.query<{ status: string; n: number }>(
+      `SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE tenant_id = ANY($1) GROUP BY status ORDER BY status`,
+      [hanging.owners.map((o) => o.tenantId)],
+    );
+    expect(rows).toEqual([
+      { status: 'Delivering', n: unreserved },
+      { status: 'Pending', n: 48 - unreserved },
+    ]);
+    expect(receiver.peakOpen()).toBeLessThanOrEqual(slots);
+    expect(d.slotsHeld().peak).toBeLessThanOrEqual(slots);
+  });
+
+  it('gives a slot that comes free to a tenant that used little before the oldest due delivery of tenants holding many', async () => {
+    dispatch();
+    const hanging = await hangingTenants(8);
+    await eventually(() => (hanging.held() === unreserved ? true : undefined), 30_000, 'the slots taken');
+
+    // A tenant never served, whose endpoint has not answered yet either: it competes for the same
+    // unreserved slots as the hanging ones, and its delivery is the newest due.
+    const light = await newTenant();
+    const lightPath = await newEndpoint(light);
+    const [lightEvent] = await raiseFieldJobEvents(pool, light, 1, 'LIGHT');
+    expect(receiver.received(lightPath)).toHaveLength(0); // no slot for it yet
+
+    // One hanging request answered 500: its slot comes free (and its delivery is due again soon).
+    const before = receiver.received().length;
+    expect(receiver.releaseOne(500)).toBe(true);
+    await receiver.waitFor(lightPath, 1);
+    // The first request after the release was the light tenant's, not any of the 36 older ones.
+    const after = receiver.received().slice(before);
+    expect(after[0]!.path).toBe(lightPath);
+    expect(after[0]!.headers['webhook-id']).toBe(lightEvent);
+  });
+
+  it('never has more requests open than its slots while many tenants come and go', async () => {
+    const d = dispatch();
+    const hanging = await hangingTenants(10); // 60 deliveries
+    const healthy = await newTenant();
+    const healthyPath = await newEndpoint(healthy);
+    await raiseFieldJobEvents(pool, healthy, 20, 'HEALTHY');
+    // Answer the held requests in waves (200, so their endpoints come to count as answering and
+    // may use the held-back slots too) until every delivery has succeeded.
+    await eventually(
+      async () => {
+        expect(receiver.openCount()).toBeLessThanOrEqual(slots);
+        receiver.release(200);
+        const { rows } = await pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM webhook_deliveries WHERE tenant_id = ANY($1) AND status <> 'Succeeded'`,
+          [[...hanging.owners, healthy].map((o) => o.tenantId)],
+        );
+        return rows[0]!.n === 0 ? true : undefined;
+      },
+      60_000,
+      'every delivery succeeded',
+    );
+    expect(receiver.received(healthyPath)).toHaveLength(20);
+    expect(hanging.requests()).toBe(60);
+    expect(receiver.peakOpen()).toBeLessThanOrEqual(slots);
+    expect(d.slotsHeld().peak).toBeLessThanOrEqual(slots);
+  });
+});
