@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { pageSizeQuery } from '../../shared/common-schemas.js';
 import { pageCursor } from '../../shared/page-cursor.js';
+import { endpointCountLimit } from '../../shared/webhooks/endpoints.js';
 import { TargetRefusedError, maxWebhookUrlLength, normaliseWebhookUrl } from '../../shared/webhooks/target-policy.js';
 import { webhookEventIdPattern, webhookEventTypes } from '../../shared/webhooks/event-types.js';
 
@@ -140,10 +141,13 @@ export const endpointSchema = z
       .datetime()
       .nullable()
       .meta({ description: 'While set, the previous secret signs too (a second signature).' }),
-    deliveries: z
-      .strictObject({ pending: count(), delivering: count(), succeeded: count(), failed: count() })
-      .meta({ id: 'WebhookDeliveryCounts' }),
-    failedAttempts: count(),
+    deliveries: z.strictObject({ pending: count(), delivering: count(), succeeded: count(), failed: count() }).meta({
+      id: 'WebhookDeliveryCounts',
+      description: `Deliveries kept (EVENT_RETENTION_HOURS) by status, each counted up to ${endpointCountLimit} (that figure means at least as many).`,
+    }),
+    failedAttempts: count().meta({
+      description: `Attempts that did not succeed, of the deliveries kept, counted up to ${endpointCountLimit}.`,
+    }),
     createdAt: z.iso.datetime(),
   })
   .meta({ id: 'WebhookEndpoint', description: 'An endpoint without its secret (shown only on create and rotate).' });

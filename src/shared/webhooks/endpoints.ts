@@ -76,17 +76,29 @@ export type EndpointRef = { endpointId: string; clientId?: string | null };
 const refWhere = 'ep.id = $1 AND ($2::uuid IS NULL OR ep.client_id = $2)';
 const refValues = (ref: EndpointRef) => [ref.endpointId, ref.clientId ?? null];
 
+/**
+ * The most deliveries of one status, and failed attempts, an endpoint's summary counts (issue 49):
+ * counted per endpoint on every list, by index ((endpoint_id, status); 0028's partial index of
+ * failed attempts), so a busy endpoint's retention window costs a list no more than this.
+ */
+export const endpointCountLimit = 10_000;
+
+const deliveriesIn = (status: string) =>
+  `(SELECT count(*)::int FROM (SELECT FROM webhook_deliveries d WHERE d.endpoint_id = ep.id AND d.status = '${status}'
+                               LIMIT ${endpointCountLimit}) counted)`;
+
 const summaryColumns = `
   ep.id, ep.client_id, ep.url, ep.event_types, ep.status, ep.disabled_reason, ep.disabled_at,
   ep.consecutive_failures, ep.last_success_at, ep.last_failure_at, ep.secret_rotated_at, ep.max_in_flight,
   ep.breaker_opened_at, ep.breaker_probe_at, ep.breaker_trips, ep.breaker_probe_at <= now() AS probe_due,
   CASE WHEN ep.previous_secret_expires_at > now() THEN ep.previous_secret_expires_at END AS previous_until,
   ep.created_at,
-  (SELECT count(*) FILTER (WHERE d.status = 'Pending')::int FROM webhook_deliveries d WHERE d.endpoint_id = ep.id) AS pending,
-  (SELECT count(*) FILTER (WHERE d.status = 'Delivering')::int FROM webhook_deliveries d WHERE d.endpoint_id = ep.id) AS delivering,
-  (SELECT count(*) FILTER (WHERE d.status = 'Succeeded')::int FROM webhook_deliveries d WHERE d.endpoint_id = ep.id) AS succeeded,
-  (SELECT count(*) FILTER (WHERE d.status = 'Failed')::int FROM webhook_deliveries d WHERE d.endpoint_id = ep.id) AS failed,
-  (SELECT count(*)::int FROM webhook_attempts a WHERE a.endpoint_id = ep.id AND a.outcome <> 'Succeeded') AS failed_attempts`;
+  ${deliveriesIn('Pending')} AS pending,
+  ${deliveriesIn('Delivering')} AS delivering,
+  ${deliveriesIn('Succeeded')} AS succeeded,
+  ${deliveriesIn('Failed')} AS failed,
+  (SELECT count(*)::int FROM (SELECT FROM webhook_attempts a WHERE a.endpoint_id = ep.id AND a.outcome <> 'Succeeded'
+                               LIMIT ${endpointCountLimit}) failed) AS failed_attempts`;
 
 const summaryOf =
   (bounds: InFlightBounds) =>
