@@ -304,6 +304,18 @@ const events = section('the event feed and its retention', {
   ),
 });
 
+const retention = section('retention of what only says what happened to a request', {
+  importJobRetentionMs: env(
+    'IMPORT_JOB_RETENTION_DAYS',
+    int(90, 1, 3650).transform((days) => days * 86_400_000),
+  ).describe(
+    'finished import jobs (with their chunk ledger and route drafts) are pruned this many days after they finished; the targets they brought stay. Also the inbound idempotency window: a batch sent again with the same `Idempotency-Key` (or `externalBatchId`) after its job was pruned is a new import job (at least 1 day, so a replay within 24 h always answers the same job)',
+  ),
+  pruneIntervalMs: env('RETENTION_PRUNE_INTERVAL_MS', int(60_000, 100, 86_400_000)).describe(
+    'how often a worker process prunes what is past its retention (one process at a time across all replicas, whatever kinds it hosts; bounded batches of 1,000)',
+  ),
+});
+
 const workers = section('worker processes', {
   kinds: env(
     'WORKERS',
@@ -337,7 +349,21 @@ const workers = section('worker processes', {
 });
 
 export const configSchema = z
-  .object({ service, http, database, kafka, auth, limits, inbound, routeSuggestions, oauth, webhooks, events, workers })
+  .object({
+    service,
+    http,
+    database,
+    kafka,
+    auth,
+    limits,
+    inbound,
+    routeSuggestions,
+    oauth,
+    webhooks,
+    events,
+    retention,
+    workers,
+  })
   .refine((c) => c.workers.orphanGraceMs > c.kafka.produceTimeoutMs, {
     // A gateway commits its edge row only after Kafka acked, which may take up to the produce
     // timeout: a shorter grace would let workers skip messages of rows that do commit.

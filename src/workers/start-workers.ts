@@ -10,6 +10,7 @@ import type { WorkersState } from './ops/readiness.js';
 import { startWorkerOps } from './ops/worker-ops.js';
 import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
 import { noWorkerMetrics } from './worker-metrics.js';
+import { startRetentionPruner } from './retention/pruner.js';
 
 export type RunningWorkers = { stop(): Promise<void> };
 
@@ -127,6 +128,12 @@ export async function startWorkers({
     throw err;
   }
   state = 'running';
+  const pruner = startRetentionPruner({
+    config,
+    logger,
+    pool,
+    onPruned: (p) => deps.metrics.pruned('import_jobs', p.importJobs),
+  });
 
   // Keeps the process alive until a signal arrives, even with no kind to host, and touches the
   // liveness file for container health checks when one is configured.
@@ -143,7 +150,7 @@ export async function startWorkers({
       state = 'stopping'; // /readyz answers 503 from now on
       clearInterval(heartbeat);
       // Each kind finishes the applies under way and commits before leaving its group.
-      await Promise.all([...running.map((kind) => kind.stop()), ...pollers.map((p) => p.stop())]);
+      await Promise.all([...running.map((kind) => kind.stop()), ...pollers.map((p) => p.stop()), pruner.stop()]);
       await bus.close();
       await pool.end();
       await ops?.close();

@@ -35,6 +35,8 @@ export interface WorkerMetrics {
   webhookAttempt(outcome: WebhookOutcome): void;
   webhookBreaker(transition: BreakerTransition): void;
   inboundChunk(outcome: InboundChunkOutcome): void;
+  /** Rows the retention pruner deleted from a table (its parents: import_jobs, with their chunks and drafts). */
+  pruned(table: string, rows: number): void;
 }
 
 export const noWorkerMetrics: WorkerMetrics = {
@@ -43,4 +45,5 @@ export const noWorkerMetrics: WorkerMetrics = {
   webhookAttempt: () => undefined,
   webhookBreaker: () => undefined,
   inboundChunk: () => undefined,
+  pruned: () => undefined,
 };

@@ -112,6 +112,8 @@ describe('worker /metrics, /livez, /readyz', () => {
     expect(
       Object.fromEntries(samplesOf(s, 'worker_inbound_chunks_total').map((x) => [x.labels.outcome, x.value])),
     ).toEqual({ copied: chunks, upserted: 0, duplicate: 0, orphan: 0 });
+    // The retention pruner runs in every worker process; nothing here is past its retention.
+    expect(valueOf(s, 'retention_pruned_total', { table: 'import_jobs' })).toBe(0);
     const applyCalls = valueOf(s, 'worker_apply_duration_seconds_count', inbound)!;
     expect(applyCalls).toBeGreaterThanOrEqual(1);
     expect(applyCalls).toBeLessThanOrEqual(chunks);

@@ -75,6 +75,7 @@ async function harness(
     webhookAttempt: () => undefined,
     webhookBreaker: () => undefined,
     inboundChunk: () => undefined,
+    pruned: () => undefined,
   };
   const attempts = new Map<string, number>();
   const applied: string[] = [];

@@ -78,6 +78,13 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
+  const pruned = new Counter({
+    name: 'retention_pruned_total',
+    help: 'Rows the retention pruner deleted, by table (import_jobs: with their chunk ledger and route drafts); one worker process prunes at a time',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  });
+  pruned.inc({ table: 'import_jobs' }, 0);
   // Every series from the start, so rate() and alerts see a 0 before the first event.
   for (const kind of hosted.consumers) for (const outcome of messageOutcomes) messages.inc({ kind, outcome }, 0);
   if (hosted.webhooks) {
@@ -257,6 +264,9 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     },
     inboundChunk(outcome) {
       inboundChunks.inc({ outcome });
+    },
+    pruned(table, rows) {
+      pruned.inc({ table }, rows);
     },
   };
 }
