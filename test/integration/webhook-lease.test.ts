@@ -3,12 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
+import { leaseMs, startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
 import { claimDeliveries } from '../../src/workers/webhooks/sql.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
 import { testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
+import { scaled } from '../support/time-scale.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { capturedLogger, raiseFieldJobEvents } from '../support/webhook-events.js';
 
@@ -45,6 +46,22 @@ function dispatcherPool(name: string): Pool {
   p.on('error', () => undefined);
   pools.push(p);
   return p;
+}
+
+/** A pool whose connections count the claims they complete (a dispatcher's chances to take a delivery). */
+function countingClaims(name: string): { pool: Pool; claims: () => number } {
+  const p = dispatcherPool(name);
+  let claims = 0;
+  p.on('connect', (client) => {
+    const realQuery = client.query.bind(client) as (...args: unknown[]) => any;
+    client.query = (async (text: string, ...rest: unknown[]) => {
+      if (typeof rest.at(-1) === 'function') return realQuery(text, ...rest);
+      const result = await realQuery(text, ...rest);
+      if (text === claimDeliveries) claims++;
+      return result;
+    }) as typeof client.query;
+  });
+  return { pool: p, claims: () => claims };
 }
 
 const raise = (clientId: string, n: number) =>
@@ -129,4 +146,88 @@ describe('webhook leases', () => {
     expect(rows).toHaveLength(events);
     for (const r of rows) expect(r).toMatchObject({ status: 'Succeeded', succeeded: 1 });
   });
+  // Issue 50: a success whose recording stalls past the lease (here the test's own transaction
+  // holds a lock that recording an attempt needs first; in production a pool wait, a lock, a
+  // PostgreSQL blip) must not be sent again by another dispatcher. Before the fix the lease ran
+  // out under the stalled recording and the other dispatcher claimed and sent it again.
+  it('a success whose recording stalls past the lease is not sent again by a second dispatcher', async () => {
+    const config = testConfig(db.url, {
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      WEBHOOK_POLL_INTERVAL_MS: '50',
+      WEBHOOK_TIMEOUT_MS: '1000', // lease = 6 s
+      WEBHOOK_CONCURRENCY: '4',
+      WEBHOOK_TENANT_SHARE_PERCENT: '100', // every slot may go to this one endpoint
+      WEBHOOK_RETRY_SCHEDULE: '0.2,0.5,1',
+    });
+    const n = 4;
+    const { clientId } = await createClientWithKey(pool, demo.tenantId, '');
+    const path = `/stall/${randomUUID()}`;
+    await admin(pool, webhookCreate, ['--client', clientId, '--url', receiver.url(path), '--events', 'all']);
+
+    // Recording an attempt inserts its row first: a SHARE lock on the table holds every recording
+    // (claims, beginnings and lease renewals touch only webhook_deliveries and go on).
+    const blocker = await pool.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('LOCK TABLE webhook_attempts IN SHARE MODE');
+    const ids = await raise(clientId, n);
+    const a = countingClaims('test-stall-a');
+    const b = countingClaims('test-stall-b');
+    const quiet = (name: string) => createLogger('silent', name);
+    const dispatchers = [
+      startDispatcher({ webhooks: config.webhooks, logger: quiet('test-stall-a'), pool: a.pool }),
+      startDispatcher({ webhooks: config.webhooks, logger: quiet('test-stall-b'), pool: b.pool }),
+    ];
+    const claims = () => a.claims() + b.claims();
+    try {
+      await receiver.waitFor(path, n, () => true, 60_000); // all answered 200, none recorded
+      // No lease set so far can outlast this moment (each began before its request arrived).
+      const { rows: deadline } = await pool.query(`SELECT now() + $1 * interval '1 millisecond' AS at`, [
+        leaseMs(config.webhooks),
+      ]);
+      await eventually(
+        async () => ((await pool.query('SELECT now() > $1 AS past', [deadline[0].at])).rows[0].past ? true : undefined),
+        scaled(60_000),
+        'the leases taken before the stall to have run out',
+      );
+      const before = claims();
+      await eventually(
+        // (or a request sent again: then every slot may be held by stalled recordings, no claim comes)
+        () => (claims() >= before + 5 || receiver.received(path).length > n ? true : undefined),
+        scaled(30_000),
+        'five more claims after that',
+      );
+      const { rows } = await pool.query(
+        `SELECT count(*) FILTER (WHERE status = 'Delivering' AND lease_until > now())::int AS held
+           FROM webhook_deliveries WHERE event_id = ANY($1)`,
+        [ids],
+      );
+      expect(receiver.received(path)).toHaveLength(n); // nobody sent them again
+      expect(rows[0].held).toBe(n); // renewed under the stalled recordings
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+      await eventually(
+        async () => {
+          const { rows } = await pool.query(
+            `SELECT count(*)::int AS n FROM webhook_deliveries WHERE event_id = ANY($1) AND status = 'Succeeded'`,
+            [ids],
+          );
+          return rows[0].n === n ? true : undefined;
+        },
+        scaled(60_000),
+        'every stalled outcome recorded',
+      ).finally(() => Promise.all(dispatchers.map((d) => d.stop())));
+    }
+
+    const got = receiver.received(path).map((r) => r.headers['webhook-id']!);
+    expect([...got].sort()).toEqual([...ids].sort()); // each exactly once
+    const { rows } = await pool.query(
+      `SELECT d.attempt_count, array_agg(a.outcome ORDER BY a.attempt) AS outcomes
+         FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
+        WHERE d.event_id = ANY($1) GROUP BY d.id`,
+      [ids],
+    );
+    expect(rows).toHaveLength(n);
+    for (const r of rows) expect(r).toEqual({ attempt_count: 1, outcomes: ['Succeeded'] });
+  }, 180_000);
 });
