@@ -33,6 +33,9 @@ RUN npm run build
 
 # ---- runtime: production dependencies, compiled code, migrations ----
 FROM ${NODE_IMAGE} AS runtime
+# The service's version (package.json's; scripts/image-build passes it), as the OCI label.
+ARG SERVICE_VERSION=unset
+LABEL org.opencontainers.image.version=${SERVICE_VERSION}
 ENV NODE_ENV=production
 # Stack traces name the TypeScript sources (dist/ carries the source maps tsc writes).
 ENV NODE_OPTIONS=--enable-source-maps

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createPool } from '../../src/shared/db/pool.js';
+import { serviceVersion } from '../../src/shared/version.js';
 import { dropDatabase } from '../support/database.js';
 import { bearer, createDemo, type Demo } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
@@ -99,6 +100,14 @@ describe.skipIf(skip !== '')(`the image${skip ? ` (skipped: ${skip})` : ''}`, ()
     expect(build.code, build.stderr.slice(-4000)).toBe(0);
     const buildMs = performance.now() - t;
     const bytes = Number(await dockerOk(docker, ['image', 'inspect', '--format', '{{.Size}}', image]));
+    const label = await dockerOk(docker, [
+      'image',
+      'inspect',
+      '--format',
+      '{{index .Config.Labels "org.opencontainers.image.version"}}',
+      image,
+    ]);
+    expect(label.trim()).toBe(serviceVersion);
     console.log(
       `image test: base ${base.stdout.trim()} ready in ${(baseMs / 1000).toFixed(1)} s; ` +
         `image built in ${(buildMs / 1000).toFixed(1)} s; image size ${(bytes / 1e6).toFixed(0)} MB`,
