@@ -20,9 +20,23 @@ export const notifyDeliveriesDue = async (db: Tx) => {
 /** The type of test events: sent to one endpoint on request, never to others, never in the feed. */
 export const testEventType = 'webhook.test';
 
+// An attempt of the delivery in flight now: its dispatcher holds the lease (and renews it).
+const inFlight = `(webhook_deliveries.status = 'Delivering' AND webhook_deliveries.lease_until >= now())`;
+
+/**
+ * Queues a delivery again: Pending, due now, a new round of the retry schedule. One whose attempt
+ * is in flight keeps its lease and is only marked replay_requested: the dispatcher recording that
+ * attempt queues it again then (workers/webhooks/record.ts). Clearing the lease instead let the
+ * claim send it again beside the open attempt, past the endpoint's maxInFlight (issue 50).
+ */
 const requeue = `
   ON CONFLICT (event_id, endpoint_id) DO UPDATE
-     SET status = 'Pending', next_attempt_at = now(), round_attempts = 0, lease_until = NULL, lease_token = NULL,
+     SET replay_requested = ${inFlight},
+         status = CASE WHEN ${inFlight} THEN webhook_deliveries.status ELSE 'Pending' END,
+         next_attempt_at = CASE WHEN ${inFlight} THEN webhook_deliveries.next_attempt_at ELSE now() END,
+         round_attempts = CASE WHEN ${inFlight} THEN webhook_deliveries.round_attempts ELSE 0 END,
+         lease_until = CASE WHEN ${inFlight} THEN webhook_deliveries.lease_until END,
+         lease_token = CASE WHEN ${inFlight} THEN webhook_deliveries.lease_token END,
          completed_at = NULL, updated_at = now()`;
 
 /** Recorded attempts, newest first, of an endpoint, an event or both. */

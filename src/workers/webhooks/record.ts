@@ -12,13 +12,16 @@ import {
   lockEndpointHealth,
   markGaveUp,
   markSucceeded,
+  requeueReplayed,
   scheduleRetry,
 } from './sql.js';
 
 // What an attempt's outcome changes, one function per outcome, in one transaction: the attempt's
 // row, the delivery (Succeeded, Pending again later, or Failed) and its endpoint (failures, the
 // breaker, Disabled). Every change to a delivery requires this dispatcher's lease token: if
-// another dispatcher took the delivery over meanwhile, nothing is changed (lease_lost).
+// another dispatcher took the delivery over meanwhile, nothing is changed (lease_lost). A replay
+// asked for while the attempt was in flight queues the delivery again whatever the outcome
+// (reported as succeeded, or as a retry due now); the endpoint's health still counts the outcome.
 
 /** A delivery as the claim returns it; its counts as beginAttempt left them once it began (attempt.ts). */
 export type Claimed = {
@@ -72,7 +75,10 @@ export function recordOutcome(
       result.responseSnippet,
       startedAt,
     ]);
-    if (result.outcome === 'Succeeded') return succeeded(tx, d, settings.breaker);
+    const replayed = (await tx.query(requeueReplayed, [d.id, d.lease_token, errorText(result)])).rowCount === 1;
+    if (result.outcome === 'Succeeded') return succeeded(tx, d, settings.breaker, replayed);
+    if (replayed)
+      return { outcome: 'retry_scheduled', breakerOpened: await endpointFails(tx, d, settings.breaker), retryInMs: 0 };
     const retryInMs = listedDelayMs(settings.retryScheduleMs, d.round_attempts);
     return retryInMs === null
       ? gaveUp(tx, d, result, settings.breaker)
@@ -80,8 +86,8 @@ export function recordOutcome(
   });
 }
 
-async function succeeded(tx: PoolClient, d: Claimed, breaker: BreakerSettings): Promise<Recorded> {
-  if ((await tx.query(markSucceeded, [d.id, d.lease_token])).rowCount === 0) return leaseLost;
+async function succeeded(tx: PoolClient, d: Claimed, breaker: BreakerSettings, replayed: boolean): Promise<Recorded> {
+  if (!replayed && (await tx.query(markSucceeded, [d.id, d.lease_token])).rowCount === 0) return leaseLost;
   const health = await lockHealth(tx, d.endpoint_id);
   await tx.query(endpointSucceeded, [d.endpoint_id, breaker.rate.window]);
   return { outcome: 'succeeded', breakerClosed: health.open };

@@ -98,13 +98,26 @@ export const claimDeliveries = `
  * dispatcher claimed the delivery meanwhile (or finished it), so this one must not send. The
  * attempt is counted here, right before it is sent, not at the claim: a claim never sent (its
  * lease lost, its dispatcher killed) uses up nothing of the retry schedule. Returns the counts.
+ * A replay asked for since the claim is what this attempt sends: it starts the new round.
  */
 export const beginAttempt = `
   UPDATE webhook_deliveries
      SET lease_until = now() + $3 * interval '1 millisecond', attempt_count = attempt_count + 1,
-         round_attempts = round_attempts + 1, updated_at = now()
+         round_attempts = CASE WHEN replay_requested THEN 1 ELSE round_attempts + 1 END, replay_requested = false,
+         updated_at = now()
    WHERE id = $1 AND lease_token = $2
   RETURNING attempt_count, round_attempts`;
+
+/**
+ * A replay was asked for while this attempt was in flight (shared/webhooks/endpoint-deliveries.ts):
+ * whatever the outcome, the delivery is queued again, due now, a new round ($3 the error, or null).
+ * No row: no replay was asked for (or the lease is not this dispatcher's any more).
+ */
+export const requeueReplayed = `
+  UPDATE webhook_deliveries
+     SET status = 'Pending', next_attempt_at = now(), round_attempts = 0, replay_requested = false,
+         lease_until = NULL, lease_token = NULL, last_error = $3, updated_at = now()
+   WHERE id = $1 AND lease_token = $2 AND replay_requested`;
 
 /**
  * Renews the leases ($3 ms from now) of deliveries a dispatcher holds ($1 ids, $2 their lease

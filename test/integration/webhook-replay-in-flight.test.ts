@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webhookCreate } from '../../src/admin/commands/webhook.js';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { findEvent, replayEvent } from '../../src/shared/webhooks/endpoint-deliveries.js';
+import { startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
+import { claimDeliveries } from '../../src/workers/webhooks/sql.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
+import { testConfig } from '../support/gateway.js';
+import { eventually } from '../support/kafka.js';
+import { scaled } from '../support/time-scale.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { raiseFieldJobEvents } from '../support/webhook-events.js';
+
+// Issue 50: replaying a delivery whose attempt is in flight cleared its lease, so the claim
+// stopped counting the open attempt and sent the delivery again beside it: with a replay every
+// second, an endpoint with maxInFlight 1 had 6 requests open at once. A replay now waits for the
+// open attempt: the receiver never has two requests open, and the delivery goes once more after.
+
+process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = 'true';
+
+let db: TestDatabase;
+let pool: Pool;
+let demo: Demo;
+let receiver: WebhookReceiver;
+const pools: Pool[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createPool(db.url, 4, 'test');
+  demo = await createDemo(pool);
+  receiver = await startWebhookReceiver();
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await Promise.all([pool, ...pools].map((p) => p?.end()));
+  await db?.drop();
+});
+
+/** A dispatcher's pool whose connections count the claims they complete. */
+function countingClaims(name: string): { pool: Pool; claims: () => number } {
+  const p = createPool(db.url, 4, name);
+  p.on('error', () => undefined);
+  pools.push(p);
+  let claims = 0;
+  p.on('connect', (client) => {
+    const realQuery = client.query.bind(client) as (...args: unknown[]) => any;
+    client.query = (async (text: string, ...rest: unknown[]) => {
+      if (typeof rest.at(-1) === 'function') return realQuery(text, ...rest);
+      const result = await realQuery(text, ...rest);
+      if (text === claimDeliveries) claims++;
+      return result;
+    }) as typeof client.query;
+  });
+  return { pool: p, claims: () => claims };
+}
+
+describe('replaying a delivery in flight', () => {
+  it('never has two requests open at a maxInFlight 1 endpoint, and sends the event once more afterwards', async () => {
+    const config = testConfig(db.url, {
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      WEBHOOK_POLL_INTERVAL_MS: '50',
+      WEBHOOK_TIMEOUT_MS: '30000', // the held request stays open for the whole test
+      WEBHOOK_CONCURRENCY: '8',
+      WEBHOOK_TENANT_SHARE_PERCENT: '100',
+    });
+    const { clientId } = await createClientWithKey(pool, demo.tenantId, '');
+    const path = `/replay/${randomUUID()}`;
+    const endpoint = await admin(pool, webhookCreate, [
+      '--client',
+      clientId,
+      '--url',
+      receiver.url(path),
+      '--events',
+      'all',
+      '--max-in-flight',
+      '1',
+    ]);
+    receiver.behave(path, (n) => (n === 1 ? 'hold' : { status: 200 }));
+    const [eventId] = await raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, 1, 'REPLAY');
+    const event = (await findEvent(pool, eventId!))!;
+
+    // Two dispatchers, each woken by the replay's NOTIFY and polling every 50 ms.
+    const dispatchers = ['a', 'b'].map((name) => {
+      const counted = countingClaims(`test-replay-${name}`);
+      const dispatcher = startDispatcher({
+        webhooks: config.webhooks,
+        logger: createLogger('silent', `test-replay-${name}`),
+        pool: counted.pool,
+        databaseUrl: db.url,
+      });
+      return { dispatcher, claims: counted.claims };
+    });
+    const claims = () => dispatchers.reduce((sum, d) => sum + d.claims(), 0);
+    try {
+      await receiver.waitFor(path, 1);
+      for (let i = 0; i < 5; i++) {
+        expect(await replayEvent(pool, event, endpoint.endpointId)).toHaveLength(1);
+        const before = claims();
+        // Both dispatchers had their chance to take the replayed delivery (or one took it).
+        await eventually(
+          () => (claims() >= before + 4 || receiver.received(path).length > 1 ? true : undefined),
+          scaled(30_000),
+          'four claims after the replay',
+        );
+        expect(receiver.received(path)).toHaveLength(1); // not sent beside its open attempt
+      }
+      const { rows } = await pool.query(
+        'SELECT status, replay_requested, attempt_count FROM webhook_deliveries WHERE event_id = $1',
+        [eventId],
+      );
+      expect(rows).toEqual([{ status: 'Delivering', replay_requested: true, attempt_count: 1 }]);
+
+      receiver.release(); // the open attempt succeeds; the replays asked for one more
+      await receiver.waitFor(path, 2);
+      await eventually(
+        async () => {
+          const { rows } = await pool.query('SELECT status FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+          return rows[0].status === 'Succeeded' ? true : undefined;
+        },
+        scaled(30_000),
+        'the replayed delivery Succeeded',
+      );
+    } finally {
+      receiver.release();
+      await Promise.all(dispatchers.map((d) => d.dispatcher.stop()));
+    }
+    expect(receiver.received(path).map((r) => r.headers['webhook-id'])).toEqual([eventId, eventId]);
+    const { rows } = await pool.query(
+      `SELECT d.status, d.replay_requested, d.round_attempts, array_agg(a.outcome ORDER BY a.attempt) AS outcomes
+         FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
+        WHERE d.event_id = $1 GROUP BY d.id`,
+      [eventId],
+    );
+    expect(rows).toEqual([
+      { status: 'Succeeded', replay_requested: false, round_attempts: 1, outcomes: ['Succeeded', 'Succeeded'] },
+    ]);
+  }, 120_000);
+});
