@@ -3,6 +3,7 @@ import { classifyFailure, type FailureClass } from '../shared/db/errors.js';
 import type { ConsumerGroup, InboundMessage } from '../shared/kafka/bus.js';
 import { backoffMs, mayRetry, pause, retrying, schedules, type RetrySchedule } from '../shared/retry.js';
 import { extractFrom, inSpan, SpanKind } from '../shared/tracing/context.js';
+import { NewerMessageVersion } from './decode.js';
 import { EdgeRecordPending } from './edge-record.js';
 import { FairQueue, type Entry } from './fair-queue.js';
 import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
@@ -47,8 +48,9 @@ type LoopState =
  *   failover, isPostgresUnavailable; or not migrated): no verdict, no attempt used, never
  *   dead-lettered; nothing is tried until a dependencyWait backoff has passed (every apply would
  *   fail the same way);
- * - EdgeRecordPending (its edge record is not committed yet): tried again after an
- *   edgeRecordWait backoff, holding only its key.
+ * - EdgeRecordPending (its edge record is not committed yet), NewerMessageVersion (written by
+ *   the next release during a rolling upgrade): tried again after an edgeRecordWait backoff,
+ *   holding only its key (never dead-lettered).
  * Offsets are committed only up to the oldest message not yet applied; a rebalance drops what is
  * not running (the next owner fetches it again). Nothing is dropped silently.
  */
@@ -159,6 +161,11 @@ export async function runWorkerKind({
     const { message } = entry;
     const origin = originOf(message);
     if (error instanceof EdgeRecordPending) return retryLater(entry, schedules.edgeRecordWait, ++entry.edgeWaits);
+    if (error instanceof NewerMessageVersion) {
+      if (entry.edgeWaits === 0)
+        log.warn({ err: error, origin }, 'message of a newer release: waiting for a worker that reads it');
+      return retryLater(entry, schedules.edgeRecordWait, ++entry.edgeWaits);
+    }
     const verdict = classifyFailure(error);
     metrics.messages(kind.name, 'failed_attempt', 1);
     if (verdict === 'outage') {

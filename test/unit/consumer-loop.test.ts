@@ -13,6 +13,8 @@ import { createLogger } from '../../src/shared/logger.js';
 import { tenantHeader } from '../../src/shared/messages.js';
 import type { RetrySchedule } from '../../src/shared/retry.js';
 import { runWorkerKind } from '../../src/workers/consumer-loop.js';
+import { decodeJson, NewerMessageVersion } from '../../src/workers/decode.js';
+import { jobMessageSchema } from '../../src/shared/jobs/job-message.js';
 import { EdgeRecordPending } from '../../src/workers/edge-record.js';
 import { PermanentMessageError } from '../../src/workers/permanent-error.js';
 import type { WorkerKind } from '../../src/workers/worker-kind.js';
@@ -161,6 +163,58 @@ describe('consumer loop: applying', () => {
     await until(() => h.applied.length === 4, 'the waiting key');
     expect(h.applied.slice(2)).toEqual(['0', '1']);
     expect(h.counts.failed_attempt).toBeUndefined(); // waiting is not failing
+    await h.stop();
+  });
+});
+
+describe('consumer loop: a message of a newer release (issue 52)', () => {
+  const jobV2 = JSON.stringify({
+    type: 'jobs.create',
+    version: 2,
+    tenantId: '8a5c3f57-6b1e-4c35-9a2f-0c1d2e3f4a5b',
+    clientId: '8a5c3f57-6b1e-4c35-9a2f-0c1d2e3f4a5c',
+    producedAt: new Date().toISOString(),
+    requestId: null,
+    correlationId: null,
+    payload: { anything: 'new' },
+  });
+
+  it('is decoded as NewerMessageVersion, not as a poison message', () => {
+    const err = (() => {
+      try {
+        decodeJson(jobV2, jobMessageSchema, 'message value');
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(NewerMessageVersion);
+    expect(err).toMatchObject({ version: 2, readable: 1 });
+    // An older or garbled version stays a poison message.
+    expect(() => decodeJson(jobV2.replace('"version":2', '"version":0'), jobMessageSchema, 'v')).toThrow(
+      PermanentMessageError,
+    );
+    expect(() => decodeJson(jobV2.replace('jobs.create', 'jobs.other'), jobMessageSchema, 'v')).toThrow(
+      PermanentMessageError,
+    );
+    expect(() => decodeJson(jobV2.replace('"version":2', '"version":"2"'), jobMessageSchema, 'v')).toThrow(
+      PermanentMessageError,
+    );
+  });
+
+  it('waits holding only its key, never dead-lettered, until a worker that reads it applies it', async () => {
+    let reads = false;
+    const h = await harness((m) => {
+      if (m.offset === '0' && !reads) decodeJson(jobV2, jobMessageSchema, 'message value');
+    });
+    h.deliver([message(0, 'job'), message(1, 'job'), message(2, 'other')]);
+    await until(() => h.applied.length === 1 && h.attemptsOf(0) >= 3, 'the other key, and a few tries');
+    expect(h.applied).toEqual(['2']);
+    expect(h.attemptsOf(1)).toBe(0);
+    expect(h.dlq).toEqual([]);
+    reads = true; // the partition's next owner reads version 2
+    await until(() => h.applied.length === 3, 'the waiting key');
+    expect(h.counts.failed_attempt).toBeUndefined();
+    expect(h.counts.dead_lettered).toBeUndefined();
     await h.stop();
   });
 });
