@@ -114,6 +114,11 @@ describe('worker /metrics, /livez, /readyz', () => {
     ).toEqual({ copied: chunks, upserted: 0, duplicate: 0, orphan: 0 });
     // The retention pruner runs in every worker process; nothing here is past its retention.
     expect(valueOf(s, 'retention_pruned_total', { table: 'import_jobs' })).toBe(0);
+    expect(valueOf(s, 'retention_limit_seconds', { table: 'import_jobs' })).toBe(90 * 86_400);
+    // The jobs just finished: the oldest finished minutes ago at most, far inside the retention.
+    expect(valueOf(s, 'retention_oldest_age_seconds', { table: 'import_jobs' })).toBeGreaterThanOrEqual(0);
+    expect(valueOf(s, 'retention_oldest_age_seconds', { table: 'import_jobs' })).toBeLessThan(86_400);
+    expect(valueOf(s, 'worker_scrape_query_errors_total', { metric: 'retention_oldest_age_seconds' })).toBe(0);
     const applyCalls = valueOf(s, 'worker_apply_duration_seconds_count', inbound)!;
     expect(applyCalls).toBeGreaterThanOrEqual(1);
     expect(applyCalls).toBeLessThanOrEqual(chunks);

@@ -89,6 +89,7 @@ describe('alerting rules', () => {
         consumerLag: { groups: [{ groupId: 'g', topics: ['t'] }], read: async () => [] },
         webhookQueue: async () => ({ due: 0, breakersOpen: 0 }),
         importJobsByStatus: async () => new Map(),
+        retention: { importJobRetentionSeconds: 90 * 86_400, oldestImportJobSeconds: async () => null },
         readiness: async () => ({ ready: true, state: 'running', checks: {} as never }),
       },
     );

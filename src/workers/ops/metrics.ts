@@ -29,6 +29,8 @@ export type ScrapeSources = {
   importJobsByStatus?: () => Promise<Map<string, number>>;
   /** Dead letters of each of these dead-letter topics not yet replayed or purged. */
   deadLetters?: { topics: string[]; read(topics: string[]): Promise<Map<string, number>> };
+  /** The oldest finished import job kept, against its retention (every process: each may be the pruner). */
+  retention?: { importJobRetentionSeconds: number; oldestImportJobSeconds: () => Promise<number | null> };
   /** What /readyz answers (worker_ready, connect_dependency_up). */
   readiness?: () => Promise<Readiness>;
 };
@@ -213,6 +215,32 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     });
   }
 
+  const retentionSource = sources.retention;
+  if (retentionSource) {
+    new Gauge({
+      name: 'retention_limit_seconds',
+      help: 'How long what is pruned is kept, by table (IMPORT_JOB_RETENTION_DAYS for import_jobs)',
+      labelNames: ['table'] as const,
+      registers: [registry],
+    }).set({ table: 'import_jobs' }, retentionSource.importJobRetentionSeconds);
+    const oldest: Gauge<'table'> = new Gauge({
+      name: 'retention_oldest_age_seconds',
+      help: 'Age of the oldest row kept that retention prunes, by table (import_jobs: since it finished; 0 when none), read at scrape time',
+      labelNames: ['table'] as const,
+      registers: [registry],
+      collect: () =>
+        reading(
+          retentionSource.oldestImportJobSeconds().then(
+            (seconds) => oldest.set({ table: 'import_jobs' }, seconds ?? 0),
+            () => {
+              oldest.reset();
+              queryErrors.inc({ metric: 'retention_oldest_age_seconds' });
+            },
+          ),
+        ),
+    });
+  }
+
   const readinessSource = sources.readiness;
   if (readinessSource) {
     // Both gauges show one probe per scrape.
@@ -247,6 +275,7 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
   if (queueSource) queryErrors.inc({ metric: 'webhook_queue_depth' }, 0);
   if (jobsSource) queryErrors.inc({ metric: 'import_jobs' }, 0);
   if (deadLetterSource) queryErrors.inc({ metric: 'connect_dead_letters' }, 0);
+  if (retentionSource) queryErrors.inc({ metric: 'retention_oldest_age_seconds' }, 0);
 
   return {
     registry,

@@ -21,6 +21,10 @@ export const countWebhookQueue = `
 
 export const countImportJobsByStatus = `SELECT status, count(*) AS jobs FROM import_jobs GROUP BY status`;
 
+/** How long ago the oldest finished import job kept finished (by import_jobs_completed_idx: one index read). */
+export const oldestFinishedImportJob = `
+  SELECT extract(epoch FROM now() - min(completed_at))::float8 AS age FROM import_jobs WHERE completed_at IS NOT NULL`;
+
 /** Deliveries a dispatcher would claim now; endpoints whose breaker holds theirs back. */
 export type WebhookQueue = { due: number; breakersOpen: number };
 
@@ -29,6 +33,8 @@ export type ScrapeQueries = {
   ping(): Promise<void>;
   webhookQueue(): Promise<WebhookQueue>;
   importJobsByStatus(): Promise<Map<string, number>>;
+  /** Seconds since the oldest finished import job kept finished (null: none kept). */
+  oldestFinishedImportJobSeconds(): Promise<number | null>;
   /** Dead letters of each topic not replayed or purged, given their watermarks (shared/dead-letters/depth.ts). */
   deadLetterDepths(offsets: Map<string, PartitionOffsets[]>): Promise<Map<string, number>>;
   close(): Promise<void>;
@@ -57,6 +63,10 @@ export function createScrapeQueries(databaseUrl: string, timeoutMs: number, logg
     importJobsByStatus: () =>
       query<{ status: string; jobs: string }>(countImportJobsByStatus, 'import jobs by status').then(
         (rows) => new Map(rows.map((r) => [r.status, Number(r.jobs)])),
+      ),
+    oldestFinishedImportJobSeconds: () =>
+      query<{ age: number | null }>(oldestFinishedImportJob, 'oldest finished import job').then(
+        ([r]) => r?.age ?? null,
       ),
     deadLetterDepths: (offsets) =>
       deadLetterDepths(offsets, (sql, values) => withTimeout(pool.query(sql, values), timeoutMs, 'dead letters')),

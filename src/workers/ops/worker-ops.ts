@@ -22,7 +22,7 @@ export async function startWorkerOps({
   pollers,
   state,
 }: {
-  config: Pick<Config, 'service' | 'database' | 'workers'>;
+  config: Pick<Config, 'service' | 'database' | 'workers' | 'retention'>;
   logger: Logger;
   bus: MessageBus;
   /** The hosted consumer kinds: name, group id (with the topic prefix) and topics. */
@@ -62,6 +62,10 @@ export async function startWorkerOps({
                 ),
             }
           : undefined,
+      retention: {
+        importJobRetentionSeconds: config.retention.importJobRetentionMs / 1000,
+        oldestImportJobSeconds: queries.oldestFinishedImportJobSeconds,
+      },
       readiness,
     },
   );
