@@ -2,6 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { sharedWebhookResolver, type WebhookResolver } from './dns-cache.js';
 
 // Server-side request forgery guard: webhook targets are http(s) URLs whose host resolves only to
 // public unicast addresses. Loopback, link-local, private (RFC 1918), unique-local (fc00::/7),
@@ -133,13 +134,14 @@ export async function checkWebhookTarget(url: URL, allowPrivate: boolean): Promi
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
- * A `lookup` for http(s).request that resolves, checks every address and hands exactly the
- * checked addresses to the socket, so a DNS answer cannot change between check and connect.
+ * A `lookup` for http(s).request that resolves (by `resolver`: c-ares, cached for the TTL, not the
+ * thread pool; dns-cache.ts), checks every address and hands exactly the checked addresses to the
+ * socket, so a DNS answer cannot change between check and connect.
  */
-export function guardedLookup(allowPrivate: boolean) {
+export function guardedLookup(allowPrivate: boolean, resolver: WebhookResolver = sharedWebhookResolver()) {
   return (hostname: string, options: { all?: boolean; family?: number } | number, callback: LookupCallback) => {
     const all = typeof options === 'object' && options.all === true;
-    lookup(hostname, { all: true, verbatim: true }).then(
+    resolver.lookupAll(hostname).then(
       (addresses) => {
         try {
           if (!allowPrivate)

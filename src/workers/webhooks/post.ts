@@ -7,6 +7,7 @@ import {
   parseWebhookUrl,
 } from '../../shared/webhooks/target-policy.js';
 import { TimeoutError, withTimeout } from '../../shared/timeout.js';
+import { sharedWebhookResolver, type WebhookResolver } from '../../shared/webhooks/dns-cache.js';
 
 export type AttemptOutcome = 'Succeeded' | 'HttpError' | 'Timeout' | 'NetworkError' | 'Refused';
 
@@ -71,12 +72,14 @@ const staleConnection = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
  * was read to its end is kept for the next attempt to the same origin (createWebhookAgents); one
  * that a receiver closed while idle, found so before any answer, is replaced by a new connection
  * within the same attempt and timeout. Without agents, every attempt has its own connection.
+ * Names are resolved by `resolver` (default the process's: c-ares, cached for their TTL,
+ * dns-cache.ts), within the attempt's timeout.
  */
 export async function postWebhook(
   target: string,
   headers: Record<string, string>,
   body: string,
-  options: { timeoutMs: number; allowPrivate: boolean; agents?: WebhookAgents },
+  options: { timeoutMs: number; allowPrivate: boolean; agents?: WebhookAgents; resolver?: WebhookResolver },
 ): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -118,7 +121,10 @@ export async function postWebhook(
         {
           method: 'POST',
           agent,
-          lookup: guardedLookup(options.allowPrivate) as unknown as http.RequestOptions['lookup'],
+          lookup: guardedLookup(
+            options.allowPrivate,
+            options.resolver ?? sharedWebhookResolver(),
+          ) as unknown as http.RequestOptions['lookup'],
           headers: { ...headers, 'content-type': 'application/json', 'content-length': String(payload.length) },
         },
         (res) => {
