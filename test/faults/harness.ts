@@ -11,7 +11,7 @@ import { topicNames } from '../../src/shared/kafka/topics.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { createDemo, type Demo } from '../support/fixtures.js';
 import { mulberry32 } from '../support/prng.js';
-import { spawnGateway, spawnWorkers, type ProcessExit } from '../support/processes.js';
+import { spawnGateway, spawnWorkers, type ProcessExit, type SpawnOptions } from '../support/processes.js';
 import { makeTargets } from '../support/targets.js';
 import { scaled } from '../support/time-scale.js';
 
@@ -71,7 +71,14 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-type MemberSpec = { name: string; role: 'gateway' | 'workers'; kinds: string; env: Record<string, string> };
+type MemberSpec = {
+  name: string;
+  role: 'gateway' | 'workers';
+  kinds: string;
+  env: Record<string, string>;
+  /** The tree it runs from (SpawnOptions.root); undefined: this checkout. */
+  root?: string;
+};
 type Running = ReturnType<typeof spawnGateway> | ReturnType<typeof spawnWorkers>;
 type Member = MemberSpec & {
   proc: Running;
@@ -129,12 +136,27 @@ export class Fleet {
     return urls.length === 0 ? null : urls[this.nextGateway++ % urls.length]!;
   }
 
-  async gateway(name = 'gateway', env: Record<string, string> = {}) {
-    await this.launch({ name, role: 'gateway', kinds: '', env }, 0);
+  async gateway(name = 'gateway', env: Record<string, string> = {}, options: SpawnOptions = {}) {
+    await this.launch({ name, role: 'gateway', kinds: '', env, root: options.root }, 0);
   }
 
-  async workers(name: string, kinds: string, env: Record<string, string> = {}) {
-    await this.launch({ name, role: 'workers', kinds, env }, 0);
+  async workers(name: string, kinds: string, env: Record<string, string> = {}, options: SpawnOptions = {}) {
+    await this.launch({ name, role: 'workers', kinds, env, root: options.root }, 0);
+  }
+
+  /**
+   * Where a live member answers /readyz: a gateway's URL, a worker's own HTTP endpoint (from its
+   * line `workers: metrics on <url>`); null when it is not running or has not said yet.
+   */
+  readyzUrl(name: string): string | null {
+    const m = this.members.get(name);
+    if (!m || m.proc.exit() !== null) return null;
+    if (m.role === 'gateway') {
+      const url = this.gatewayUrls.get(name);
+      return url ? `${url}/readyz` : null;
+    }
+    const said = /workers: metrics on (http:\/\/[^\s"\\]+)/.exec(m.proc.output());
+    return said ? `${said[1]}/readyz` : null;
   }
 
   /** Running, and started by the test (not a supervisor restart after a death). */
@@ -152,11 +174,14 @@ export class Fleet {
     return m.proc.exited;
   }
 
-  /** Starts a member again after the test ended it. */
-  async restart(name: string) {
+  /**
+   * Starts a member again after the test ended it; `root` given: from that tree from now on
+   * (undefined: this checkout), as a rolling upgrade replaces a process by another release's.
+   */
+  async restart(name: string, options?: SpawnOptions) {
     const m = this.members.get(name)!;
     this.plannedRestarts++;
-    await this.launch(m, m.generation + 1);
+    await this.launch(options ? { ...m, root: options.root } : m, m.generation + 1);
   }
 
   /** SIGTERM to every live member; each must exit 0 within the deadline (else SIGKILL, recorded). */
@@ -215,12 +240,17 @@ export class Fleet {
 
   private async launch(spec: MemberSpec, generation: number, supervised = false) {
     const env = { ...this.env, ...spec.env };
-    const proc = spec.role === 'gateway' ? spawnGateway(this.config, env) : spawnWorkers(this.config, spec.kinds, env);
+    const options = { root: spec.root };
+    const proc =
+      spec.role === 'gateway'
+        ? spawnGateway(this.config, env, options)
+        : spawnWorkers(this.config, spec.kinds, env, options);
     const member: Member = {
       name: spec.name,
       role: spec.role,
       kinds: spec.kinds,
       env: spec.env,
+      root: spec.root,
       proc,
       generation,
       ending: null,
@@ -991,13 +1021,18 @@ export async function startScenario(options: {
   load?: { writeLanes?: number; readLanes?: number; batchSize?: number };
   /** Start the load now (default) or leave it to the scenario. */
   startLoad?: boolean;
+  /** Gateway processes by name (default one, `gateway`); requests take turns across them. */
+  gateways?: string[];
+  /** The tree every process runs from (SpawnOptions.root; default this checkout). */
+  root?: string;
 }): Promise<Scenario> {
   const config = faultConfig(options.databaseUrl, options.brokers, options.env);
   const demo = await createDemo(options.pool);
   const fleet = new Fleet(config, { ...faultEnv, ...options.env });
+  const from = { root: options.root };
   await Promise.all([
-    fleet.gateway(),
-    ...Object.entries(options.workers).map(([name, kinds]) => fleet.workers(name, kinds)),
+    ...(options.gateways ?? ['gateway']).map((name) => fleet.gateway(name, {}, from)),
+    ...Object.entries(options.workers).map(([name, kinds]) => fleet.workers(name, kinds, {}, from)),
   ]);
   const sourceSystem = `fault-${options.name}`;
   const load = new Load({

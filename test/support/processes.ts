@@ -42,9 +42,11 @@ function spawnService(
   readyLine: RegExp,
   what: string,
   nodeFlags: readonly string[] = [],
+  cwd?: string,
 ) {
   const child: ChildProcess = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', entry], {
     env,
+    cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   live.add(child);
@@ -90,14 +92,28 @@ function spawnService(
   };
 }
 
+/**
+ * Where a service process runs from: `root` is another tree of the project (e.g. a previous
+ * release's, test/support/previous-release.ts), its entry and its tsx resolved there; default
+ * this checkout (the test process's cwd).
+ */
+export type SpawnOptions = { root?: string };
+
 /** A real worker runner process (`src/workers/runner.ts` under tsx), for crash tests. */
-export function spawnWorkers(config: Config, kinds: string, extra: Record<string, string> = {}) {
+export function spawnWorkers(
+  config: Config,
+  kinds: string,
+  extra: Record<string, string> = {},
+  options: SpawnOptions = {},
+) {
   const service = spawnService(
     'src/workers/runner.ts',
     // Any free port for /metrics, /livez, /readyz: tests run many workers side by side.
     processEnv(config, { WORKERS: kinds, WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0', ...extra }),
     /workers: running/,
     'worker',
+    [],
+    options.root,
   );
   return {
     ...service,
@@ -112,13 +128,14 @@ export function spawnWorkers(config: Config, kinds: string, extra: Record<string
  * A real gateway process (`src/gateway/server.ts` under tsx) on 127.0.0.1 and a free port
  * (PORT=0); `listening()` resolves with its URL from the line `gateway: listening on <url>`.
  */
-export function spawnGateway(config: Config, extra: Record<string, string> = {}) {
+export function spawnGateway(config: Config, extra: Record<string, string> = {}, options: SpawnOptions = {}) {
   const service = spawnService(
     'src/gateway/server.ts',
     processEnv(config, { HOST: '127.0.0.1', PORT: '0', ...extra }),
     /gateway: listening on (http:\/\/[^\s"]+)/,
     'gateway',
     gatewayNodeFlags,
+    options.root,
   );
   return {
     ...service,
