@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
 import { testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
+import { claimCountingPool, watchedPool } from '../support/watched-pool.js';
 import { scaled } from '../support/time-scale.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { capturedLogger, raiseFieldJobEvents } from '../support/webhook-events.js';
@@ -50,18 +51,9 @@ function dispatcherPool(name: string): Pool {
 
 /** A pool whose connections count the claims they complete (a dispatcher's chances to take a delivery). */
 function countingClaims(name: string): { pool: Pool; claims: () => number } {
-  const p = dispatcherPool(name);
-  let claims = 0;
-  p.on('connect', (client) => {
-    const realQuery = client.query.bind(client) as (...args: unknown[]) => any;
-    client.query = (async (text: string, ...rest: unknown[]) => {
-      if (typeof rest.at(-1) === 'function') return realQuery(text, ...rest);
-      const result = await realQuery(text, ...rest);
-      if (text === claimDeliveries) claims++;
-      return result;
-    }) as typeof client.query;
-  });
-  return { pool: p, claims: () => claims };
+  const counted = claimCountingPool(db.url, name, claimDeliveries);
+  pools.push(counted.pool);
+  return counted;
 }
 
 const raise = (clientId: string, n: number) =>
@@ -84,33 +76,26 @@ describe('webhook leases', () => {
     // A's first claim that returns rows is handed to A only once B has delivered those rows. The
     // claim runs in a transaction (it waits for other dispatchers' claims on an advisory lock), so
     // A is held back after its COMMIT: its claim is in PostgreSQL, its answer not yet in A.
-    const latePool = dispatcherPool('test-late');
     let heldBack: string[] = [];
     let claimedRows: string[] = [];
-    latePool.on('connect', (client) => {
-      const realQuery = client.query.bind(client) as (...args: unknown[]) => any;
-      client.query = (async (text: string, ...rest: unknown[]) => {
-        // pool.query() calls with a callback: passed through untouched (the claim runs in a transaction).
-        if (typeof rest.at(-1) === 'function') return realQuery(text, ...rest);
-        const result = await realQuery(text, ...rest);
-        if (text === claimDeliveries) claimedRows = result.rows.map((r: { id: string }) => r.id);
-        else if (text === 'COMMIT' && claimedRows.length > 0 && heldBack.length === 0) {
-          heldBack = claimedRows;
-          await eventually(
-            async () => {
-              const { rows } = await pool.query(
-                `SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY($1::bigint[]) AND status = 'Succeeded'`,
-                [heldBack],
-              );
-              return rows[0].n === heldBack.length ? true : undefined;
-            },
-            60_000,
-            'dispatcher B to deliver the claims A holds',
-          );
-        }
-        return result;
-      }) as typeof client.query;
+    const latePool = watchedPool(db.url, 'test-late', async (text, result) => {
+      if (text === claimDeliveries) claimedRows = result.rows.map((r: { id: string }) => r.id);
+      else if (text === 'COMMIT' && claimedRows.length > 0 && heldBack.length === 0) {
+        heldBack = claimedRows;
+        await eventually(
+          async () => {
+            const { rows } = await pool.query(
+              `SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY($1::bigint[]) AND status = 'Succeeded'`,
+              [heldBack],
+            );
+            return rows[0].n === heldBack.length ? true : undefined;
+          },
+          60_000,
+          'dispatcher B to deliver the claims A holds',
+        );
+      }
     });
+    pools.push(latePool);
 
     const a = capturedLogger('test-webhooks-a');
     const late = startDispatcher({ webhooks: config.webhooks, logger: a.logger, pool: latePool });

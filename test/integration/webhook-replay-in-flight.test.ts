@@ -11,6 +11,7 @@ import { admin, createClientWithKey, createDemo, type Demo } from '../support/fi
 import { testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { scaled } from '../support/time-scale.js';
+import { claimCountingPool } from '../support/watched-pool.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { raiseFieldJobEvents } from '../support/webhook-events.js';
 
@@ -42,20 +43,9 @@ afterAll(async () => {
 
 /** A dispatcher's pool whose connections count the claims they complete. */
 function countingClaims(name: string): { pool: Pool; claims: () => number } {
-  const p = createPool(db.url, 4, name);
-  p.on('error', () => undefined);
-  pools.push(p);
-  let claims = 0;
-  p.on('connect', (client) => {
-    const realQuery = client.query.bind(client) as (...args: unknown[]) => any;
-    client.query = (async (text: string, ...rest: unknown[]) => {
-      if (typeof rest.at(-1) === 'function') return realQuery(text, ...rest);
-      const result = await realQuery(text, ...rest);
-      if (text === claimDeliveries) claims++;
-      return result;
-    }) as typeof client.query;
-  });
-  return { pool: p, claims: () => claims };
+  const counted = claimCountingPool(db.url, name, claimDeliveries);
+  pools.push(counted.pool);
+  return counted;
 }
 
 describe('replaying a delivery in flight', () => {
