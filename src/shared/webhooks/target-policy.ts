@@ -1,5 +1,4 @@
 import type { LookupAddress } from 'node:dns';
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { sharedWebhookResolver, type WebhookResolver } from './dns-cache.js';
@@ -115,14 +114,21 @@ function assertAllowed(host: string, addresses: readonly string[]): void {
   }
 }
 
-/** Resolves the host (all addresses) and refuses it if any address is not allowed. */
-export async function checkWebhookTarget(url: URL, allowPrivate: boolean): Promise<string[]> {
+/**
+ * Resolves the host (all addresses, by the resolver deliveries use: dns-cache.ts, so a tenant's
+ * slow names do not hold the gateway's thread pool either) and refuses it if any address is not allowed.
+ */
+export async function checkWebhookTarget(
+  url: URL,
+  allowPrivate: boolean,
+  resolver: WebhookResolver = sharedWebhookResolver(),
+): Promise<string[]> {
   const host = hostOf(url);
   let addresses: string[];
   if (isIP(host)) addresses = [host];
   else {
     try {
-      addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+      addresses = (await resolver.lookupAll(host)).map((a) => a.address);
     } catch (err) {
       throw new TargetRefusedError(`cannot resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
     }
