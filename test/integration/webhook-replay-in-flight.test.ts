@@ -129,4 +129,56 @@ describe('replaying a delivery in flight', () => {
       { status: 'Succeeded', replay_requested: false, round_attempts: 1, outcomes: ['Succeeded', 'Succeeded'] },
     ]);
   }, 120_000);
+  it('a replay during the last attempt of the schedule starts a new round instead of the delivery giving up', async () => {
+    const config = testConfig(db.url, {
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      WEBHOOK_POLL_INTERVAL_MS: '50',
+      WEBHOOK_TIMEOUT_MS: '30000',
+      WEBHOOK_RETRY_SCHEDULE: '0.2', // two attempts a round
+    });
+    const { clientId } = await createClientWithKey(pool, demo.tenantId, '');
+    const path = `/last/${randomUUID()}`;
+    const endpoint = await admin(pool, webhookCreate, [
+      '--client',
+      clientId,
+      '--url',
+      receiver.url(path),
+      '--events',
+      'all',
+    ]);
+    receiver.behave(path, (n) => (n === 1 ? { status: 500 } : n === 2 ? 'hold' : { status: 200 }));
+    const [eventId] = await raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, 1, 'LAST');
+    const counted = countingClaims('test-replay-last');
+    const dispatcher = startDispatcher({
+      webhooks: config.webhooks,
+      logger: createLogger('silent', 'test-replay-last'),
+      pool: counted.pool,
+    });
+    try {
+      await receiver.waitFor(path, 2); // the round's last attempt, held open
+      await replayEvent(pool, (await findEvent(pool, eventId!))!, endpoint.endpointId);
+      receiver.release(500); // it fails: without the replay, the delivery would give up here
+      await eventually(
+        async () => {
+          const { rows } = await pool.query('SELECT status FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+          return rows[0].status === 'Succeeded' ? true : undefined;
+        },
+        scaled(30_000),
+        'the replayed delivery Succeeded',
+      );
+    } finally {
+      receiver.release();
+      await dispatcher.stop();
+    }
+    const { rows } = await pool.query(
+      `SELECT d.round_attempts, ep.status AS endpoint_status, array_agg(a.outcome ORDER BY a.attempt) AS outcomes
+         FROM webhook_deliveries d JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
+         JOIN webhook_attempts a ON a.delivery_id = d.id
+        WHERE d.event_id = $1 GROUP BY d.id, ep.status`,
+      [eventId],
+    );
+    expect(rows).toEqual([
+      { round_attempts: 1, endpoint_status: 'Active', outcomes: ['HttpError', 'HttpError', 'Succeeded'] },
+    ]);
+  }, 120_000);
 });
