@@ -70,11 +70,13 @@ export class LeaseKeeper {
   }
 }
 
-// One keeper per dispatcher pool (a dispatcher's attempts share its connection).
-const keepers = new WeakMap<Pool, LeaseKeeper>();
+// One keeper, so one connection, per database and lease length in a process, whichever of the
+// dispatcher's pools an attempt records through.
+const keepers = new Map<string, LeaseKeeper>();
 
 export function leaseKeeper(pool: Pool, leaseMs: number, log: Logger): LeaseKeeper {
-  let keeper = keepers.get(pool);
-  if (!keeper) keepers.set(pool, (keeper = new LeaseKeeper(pool, leaseMs, log)));
+  const key = `${leaseMs} ${pool.options.connectionString ?? ''}`;
+  let keeper = keepers.get(key);
+  if (!keeper) keepers.set(key, (keeper = new LeaseKeeper(pool, leaseMs, log)));
   return keeper;
 }
