@@ -1,17 +1,24 @@
-// `npm run bench:webhooks`: webhooks that one tenant cannot slow (issue 39). The real dispatcher
-// (src/workers/runner.ts, WORKERS=webhooks, its webhook settings at their defaults) runs as its own
-// process on a throwaway database; the receivers run in another (bench/lib/webhook-receivers.ts),
-// so this process's event loop does not skew when a delivery is seen to arrive. Healthy tenants
-// (BENCH_HEALTHY_TENANTS, 4; one client each with two endpoints on one fast receiver) are measured,
-// after a warm-up (20 single deliveries and one burst, not counted), in these phases
-// (BENCH_PHASES, comma-separated, default all, in this order):
+// `npm run bench:webhooks`: webhooks that other tenants cannot slow (issues 39 and 50). The real
+// dispatcher (src/workers/runner.ts, WORKERS=webhooks, its webhook settings at their defaults) runs
+// as BENCH_DISPATCHERS (2) processes of their own on a throwaway database; the receivers run in
+// another (bench/lib/webhook-receivers.ts), so this process's event loop does not skew when a
+// delivery is seen to arrive. Healthy tenants (BENCH_HEALTHY_TENANTS, 4; one client each with two
+// endpoints on one fast receiver) are measured, after a warm-up (20 single deliveries and one
+// burst, not counted), in these phases (BENCH_PHASES, comma-separated, in this order; default
+// quiet,outage,quietAgain,sender):
 //
 //   quiet       nothing else queued: the bare baseline.
 //   probe       a noisy tenant's 19 endpoints × 2 events = 38 deliveries queued before each
 //               measurement: a third each slow (answers after 12 s, past the 10 s timeout), failing
 //               (500 at once) and black holes (accept the connection, never answer), on one client.
 //   tenfold     the same at 10×: 200 endpoints (ten clients of 20) × 10 events = 2,000 deliveries.
+//   outage      issue 50: BENCH_OUTAGE_TENANTS (50) noisy tenants × 20 endpoints, a third each
+//               slow, failing and black holes, × 2 events = 2,000 deliveries, queued before each
+//               measurement: more hanging requests than the dispatchers have slots.
 //   quietAgain  nothing else queued again, after the noise: drift of the machine and the database.
+//   sender      (c) the last burst's deliveries sent by a bare keep-alive sender (the dispatcher's
+//               own POST and signing, no PostgreSQL), at most WEBHOOK_ENDPOINT_CONCURRENCY per
+//               endpoint as the dispatchers send them: the dispatchers' burst throughput ÷ it.
 //
 // Each phase: latency: (the noise queued and taken up by the dispatcher, then) BENCH_LATENCY_EVENTS
 // (200) healthy events raised one at a time every BENCH_LATENCY_INTERVAL_MS (100), each timed from
@@ -29,12 +36,16 @@
 // JSON>, e.g. of the tree before a change on the same machine): issue 50's goal, quiet p50 ≤ 50 ms
 // and p99 ≤ 250 ms once the dispatcher is woken by the event's NOTIFY instead of its 1 s poll.
 //
-// Prints a table and the goals (a healthy tenant's p99 within 2× of quiet and under 2 s;
-// throughput within 10 % of quiet), writes bench/results/webhooks-<time>.json and -latest.json.
+// Also: the most requests open at the receivers at once (healthy and noisy, counted exactly)
+// against the dispatchers' slots together, and each dispatcher's peak sockets (/proc/<pid>/fd).
+//
+// Prints a table and the goals (a healthy tenant's p99 within 2× of quiet and under 2 s, under
+// 1 s in the outage; throughput within 10 % of quiet; never more requests open than the slots;
+// the burst ≥ 0.5× the bare sender's), writes bench/results/webhooks-<time>.json and -latest.json.
 // Asserts nothing: a missed goal is printed, never an exit code. Needs PostgreSQL on this machine
 // (DATABASE_URL's server; backends' CPU is read from /proc). Kafka is not needed.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -43,7 +54,9 @@ import { tenantCreate } from '../src/admin/commands/tenant.js';
 import { loadConfig } from '../src/shared/config.js';
 import { ensureDatabase, migrateUp } from '../src/shared/db/migrate.js';
 import { createPool, inTransaction, type Pool } from '../src/shared/db/pool.js';
-import { createEndpoint, setEndpointStatus } from '../src/shared/webhooks/endpoints.js';
+import { createEndpoint } from '../src/shared/webhooks/endpoints.js';
+import { signWebhook } from '../src/shared/webhooks/signing.js';
+import { createWebhookAgents, postWebhook } from '../src/workers/webhooks/post.js';
 import { recordTestEventIn } from '../test/support/events.js';
 import { admin } from '../test/support/fixtures.js';
 import { watchBackends, type BackendLoad } from './lib/pg-backends.js';
@@ -62,8 +75,9 @@ import {
 import { percentiles, round, type Percentiles } from './lib/stats.js';
 import { envInt } from './lib/env.js';
 
-const allPhases = ['quiet', 'probe', 'tenfold', 'quietAgain'] as const;
-type PhaseName = (typeof allPhases)[number];
+const allPhases = ['quiet', 'probe', 'tenfold', 'outage', 'quietAgain', 'sender'] as const;
+type PhaseName = Exclude<(typeof allPhases)[number], 'sender'>;
+const defaultPhases = ['quiet', 'outage', 'quietAgain', 'sender'];
 const opts = {
   healthyTenants: envInt('BENCH_HEALTHY_TENANTS', 4),
   healthyEndpointsPerTenant: 2,
@@ -72,20 +86,30 @@ const opts = {
   latencyEvents: envInt('BENCH_LATENCY_EVENTS', 200),
   latencyIntervalMs: envInt('BENCH_LATENCY_INTERVAL_MS', 100),
   slowAnswerMs: 12_000,
-  phases: (process.env.BENCH_PHASES ?? allPhases.join(',')).split(',').filter(Boolean) as PhaseName[],
+  dispatchers: envInt('BENCH_DISPATCHERS', 2),
+  outageTenants: envInt('BENCH_OUTAGE_TENANTS', 50),
+  phases: (process.env.BENCH_PHASES ?? defaultPhases.join(',')).split(',').filter(Boolean),
 };
 for (const p of opts.phases)
-  if (!allPhases.includes(p)) throw new Error(`BENCH_PHASES: unknown phase ${p} (known: ${allPhases.join(', ')})`);
-/** Noise: endpoints of one noisy tenant (20 per client), each sent `events` deliveries. */
-const scales: Partial<Record<PhaseName, { endpoints: number; events: number }>> = {
-  probe: { endpoints: 19, events: 2 },
-  tenfold: { endpoints: 200, events: 10 },
+  if (!(allPhases as readonly string[]).includes(p))
+    throw new Error(`BENCH_PHASES: unknown phase ${p} (known: ${allPhases.join(', ')})`);
+const measuredPhases = opts.phases.filter((p): p is PhaseName => p !== 'sender');
+/** Noise: `tenants` noisy tenants of `endpoints` endpoints each (20 per client), each endpoint sent `events` deliveries. */
+const scales: Partial<Record<PhaseName, { tenants: number; endpoints: number; events: number }>> = {
+  probe: { tenants: 1, endpoints: 19, events: 2 },
+  tenfold: { tenants: 1, endpoints: 200, events: 10 },
+  outage: { tenants: opts.outageTenants, endpoints: 20, events: 2 },
 };
 const noiseKinds = ['slow', 'failing', 'blackHole'] as const;
 type NoiseKind = (typeof noiseKinds)[number];
 /** Cores used by processes not of this bench (this bench needs no Kafka: a JVM is someone else's). */
 const othersCores = (c: PhaseCpu) => round(c.otherCores + c.brokerCores, 2);
 const goals = { p99Ratio: 2, p99Ms: 2000, throughputLossPercent: 10 };
+/** Issue 50's outage: a healthy tenant's p99 under 1 s (and within 2× of quiet, throughput ≥ 90 % of it as above). */
+const outageP99Ms = 1000;
+/** Issue 50: the dispatchers' throughput to one fast receiver at least this share of a bare keep-alive sender's. */
+const bareRatioGoal = 0.5;
+const p99GoalMs = (phase: PhaseName) => (phase === 'outage' ? outageP99Ms : goals.p99Ms);
 /** Issue 50: a quiet delivery's first attempt this soon after its event's commit (NOTIFY, not the poll). */
 const quietGoals = { p50Ms: 50, p99Ms: 250 };
 
@@ -123,7 +147,7 @@ type Ports = Record<'healthy' | 'slow' | 'failing' | 'blackHole' | 'control', nu
 
 let pool: Pool | null = null;
 let pgAdmin: pg.Client | null = null;
-let dispatcher: Child | null = null;
+const dispatchers: Child[] = [];
 let receivers: Child | null = null;
 let ports: Ports;
 /** Transactions this process committed to the bench database during a phase's window. */
@@ -304,27 +328,35 @@ async function measureLatency(healthy: Healthy[]) {
 }
 
 type Noise = {
-  tenantId: string;
+  tenantIds: string[];
   clients: Owner[];
   endpoints: { endpointId: string; kind: NoiseKind }[];
   events: number;
 };
 
-async function createNoise(phase: PhaseName, scale: { endpoints: number; events: number }): Promise<Noise> {
-  const { tenantId } = await admin(pool!, tenantCreate, ['--name', `noisy ${phase}`]);
+async function createNoise(
+  phase: PhaseName,
+  scale: { tenants: number; endpoints: number; events: number },
+): Promise<Noise> {
+  const tenantIds: string[] = [];
   const clients: Owner[] = [];
   const endpoints: Noise['endpoints'] = [];
-  for (let k = 0; k < scale.endpoints; k++) {
-    if (k % 20 === 0) {
-      const { clientId } = await admin(pool!, clientCreate, ['--tenant', tenantId, '--name', `noisy ${k / 20}`]);
-      clients.push({ tenantId, clientId });
+  let n = 0; // kinds go round across all the noise's endpoints
+  for (let t = 0; t < scale.tenants; t++) {
+    const { tenantId } = await admin(pool!, tenantCreate, ['--name', `noisy ${phase} ${t}`]);
+    tenantIds.push(tenantId);
+    for (let k = 0; k < scale.endpoints; k++, n++) {
+      if (k % 20 === 0) {
+        const { clientId } = await admin(pool!, clientCreate, ['--tenant', tenantId, '--name', `noisy ${k / 20}`]);
+        clients.push({ tenantId, clientId });
+      }
+      const kind = noiseKinds[n % noiseKinds.length]!;
+      const url = `http://127.0.0.1:${ports[kind]}/${phase}/${kind}/${n}`;
+      const { endpointId } = await createEndpoint(pool!, { ...clients.at(-1)!, url, eventTypes: '*' });
+      endpoints.push({ endpointId, kind });
     }
-    const kind = noiseKinds[k % noiseKinds.length]!;
-    const url = `http://127.0.0.1:${ports[kind]}/${phase}/${kind}/${k}`;
-    const { endpointId } = await createEndpoint(pool!, { ...clients.at(-1)!, url, eventTypes: '*' });
-    endpoints.push({ endpointId, kind });
   }
-  return { tenantId, clients, endpoints, events: scale.events };
+  return { tenantIds, clients, endpoints, events: scale.events };
 }
 
 /** Every noisy client raises `events` events (one delivery per endpoint each), in one transaction. */
@@ -345,20 +377,20 @@ const openNoise = (c: NoiseCounts) => c.open.slow + c.open.failing + c.open.blac
 /** What became of the noise (read before its endpoints are disabled). */
 async function noiseOutcome(noise: Noise) {
   const { rows: attempts } = await pool!.query<{ outcome: string; n: number }>(
-    'SELECT outcome, count(*)::int AS n FROM webhook_attempts WHERE tenant_id = $1 GROUP BY outcome ORDER BY outcome',
-    [noise.tenantId],
+    'SELECT outcome, count(*)::int AS n FROM webhook_attempts WHERE tenant_id = ANY($1) GROUP BY outcome ORDER BY outcome',
+    [noise.tenantIds],
   );
   const { rows: deliveries } = await pool!.query<{ status: string; n: number }>(
-    'SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE tenant_id = $1 GROUP BY status ORDER BY status',
-    [noise.tenantId],
+    'SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE tenant_id = ANY($1) GROUP BY status ORDER BY status',
+    [noise.tenantIds],
   );
   const { rows: breakers } = await pool!.query<{ kind: string; opened: number; open_now: number; disabled: number }>(
     `SELECT split_part(url, '/', 5) AS kind,
             count(*) FILTER (WHERE breaker_trips > 0)::int AS opened,
             count(*) FILTER (WHERE breaker_opened_at IS NOT NULL AND breaker_probe_at > now())::int AS open_now,
             count(*) FILTER (WHERE status = 'Disabled')::int AS disabled
-       FROM webhook_endpoints WHERE tenant_id = $1 GROUP BY 1 ORDER BY 1`,
-    [noise.tenantId],
+       FROM webhook_endpoints WHERE tenant_id = ANY($1) GROUP BY 1 ORDER BY 1`,
+    [noise.tenantIds],
   );
   return {
     attempts: Object.fromEntries(attempts.map((r) => [r.outcome, r.n])),
@@ -371,15 +403,20 @@ async function noiseOutcome(noise: Noise) {
 
 /** Disables the noisy endpoints and waits until none of their attempts is in flight. */
 async function silence(noise: Noise) {
-  for (const ep of noise.endpoints)
-    await setEndpointStatus(pool!, { endpointId: ep.endpointId }, 'Disabled', 'bench: phase over');
+  // setEndpointStatus's statement, for all of them at once (the outage has 1,000)
+  await pool!.query(
+    `UPDATE webhook_endpoints SET status = 'Disabled', disabled_reason = 'bench: phase over',
+            disabled_at = coalesce(disabled_at, now()), updated_at = now()
+      WHERE tenant_id = ANY($1)`,
+    [noise.tenantIds],
+  );
   await waitUntil(
     'the noisy attempts in flight have ended',
     async () =>
       (await dbCount(
         `SELECT count(*)::int AS n FROM webhook_deliveries
-          WHERE tenant_id = $1 AND status = 'Delivering' AND lease_until >= now()`,
-        [noise.tenantId],
+          WHERE tenant_id = ANY($1) AND status = 'Delivering' AND lease_until >= now()`,
+        [noise.tenantIds],
       )) === 0 && openNoise(await control<NoiseCounts>('/noise')) === 0,
     webhookSettings.timeoutMs + 30_000,
   );
@@ -399,10 +436,42 @@ type PhaseResult = {
   throughput: Awaited<ReturnType<typeof measureBurst>>;
   latency: Awaited<ReturnType<typeof measureLatency>>;
   windowSeconds: number;
-  dispatcher: { cpuSeconds: number; cores: number; peakRss: PeakRss };
+  /** All dispatchers together: CPU; the largest peak RSS and socket count of any one of them. */
+  dispatcher: { cpuSeconds: number; cores: number; peakRss: PeakRss; peakSockets: number };
+  /** The most requests (healthy and noisy) open at the receivers at once, against the dispatchers' slots together. */
+  peakOpenAtReceivers: number;
   postgres: BackendLoad & { benchCommits: number; dispatcherCommitsPerSecond: number };
   cpu: PhaseCpu;
 };
+
+/** The most sockets any one of the processes had open at once (sampled every 100 ms from /proc/<pid>/fd). */
+function watchSockets(pids: number[]) {
+  const count = (pid: number) => {
+    try {
+      return readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:');
+        } catch {
+          return false; // closed meanwhile
+        }
+      }).length;
+    } catch {
+      return NaN; // not Linux, or the process is gone
+    }
+  };
+  let peak = 0;
+  const sample = () => {
+    for (const pid of pids) peak = Math.max(peak, count(pid));
+  };
+  const timer = setInterval(sample, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return peak;
+    },
+  };
+}
 
 async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResult> {
   const scale = scales[phase];
@@ -418,16 +487,19 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
   );
   const noise = scale ? await createNoise(phase, scale) : null;
   log(
-    `${phase}: ${noise ? `${scale!.endpoints} noisy endpoints × ${scale!.events} events queued, then ` : 'nothing else queued; '}` +
+    `${phase}: ${noise ? `${scale!.tenants} × ${scale!.endpoints} noisy endpoints × ${scale!.events} events queued, then ` : 'nothing else queued; '}` +
       `${opts.latencyEvents} healthy events every ${opts.latencyIntervalMs} ms; ` +
       `${noise ? 'the noise queued again, then ' : ''}${opts.burstRounds} × ${opts.burstDeliveries} healthy deliveries at once`,
   );
   const noise0 = await control<NoiseCounts>('/noise');
   const cpu = phaseCpu(null, dbName);
-  cpu.track(dispatcher!.pid);
+  for (const d of dispatchers) cpu.track(d.pid);
   cpu.track(receivers!.pid);
-  const dispatcherCpu0 = cpuSeconds(dispatcher!.pid);
-  const peaks = watchPeaks({ dispatcher: dispatcher!.pid });
+  const dispatchersCpu = () => dispatchers.reduce((n, d) => n + cpuSeconds(d.pid), 0);
+  const dispatcherCpu0 = dispatchersCpu();
+  const peaks = watchPeaks(Object.fromEntries(dispatchers.map((d, i) => [`dispatcher${i}`, d.pid])));
+  const sockets = watchSockets(dispatchers.map((d) => d.pid));
+  await control('/peak?reset=1');
   const pgLoad = await watchBackends(pgAdmin!, dbName, dispatcherApplicationName);
   benchCommits = 0;
   const t0 = now();
@@ -451,9 +523,11 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
   const throughput = await measureBurst(healthy);
   const t1 = now();
   const load = await pgLoad.stop();
-  const cpuUse = cpu.end([dispatcher!.pid, receivers!.pid]);
-  const dispatcherCpu = cpuSeconds(dispatcher!.pid) - dispatcherCpu0;
-  const peakRss = peaks.stop().dispatcher!;
+  const cpuUse = cpu.end([...dispatchers.map((d) => d.pid), receivers!.pid]);
+  const dispatcherCpu = dispatchersCpu() - dispatcherCpu0;
+  const peakRss = Object.values(peaks.stop()).reduce((a, b) => (b.peakRssMiB > a.peakRssMiB ? b : a));
+  const peakSockets = sockets.stop();
+  const { peak: peakOpenAtReceivers } = await control<{ peak: number }>('/peak');
   const windowSeconds = (t1 - t0) / 1000;
   let noiseResult: PhaseResult['noise'] = null;
   if (noise) {
@@ -489,13 +563,76 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
       cpuSeconds: round(dispatcherCpu, 2),
       cores: round(dispatcherCpu / load.seconds, 2),
       peakRss,
+      peakSockets,
     },
+    peakOpenAtReceivers,
     postgres: {
       ...load,
       benchCommits,
       dispatcherCommitsPerSecond: round((load.commits - benchCommits) / load.seconds, 1),
     },
     cpu: cpuUse,
+  };
+}
+
+const ratioTo = (
+  r: { throughput: { deliveriesPerSecond: number } } | undefined,
+  bare: { deliveriesPerSecond: number },
+) => (r ? round(r.throughput.deliveriesPerSecond / bare.deliveriesPerSecond, 2) : null);
+
+/**
+ * (c) The same deliveries (the last burst's: bodies, endpoints, secrets) sent by a bare keep-alive
+ * sender, no PostgreSQL: the dispatcher's own POST (post.ts, kept-alive agents) and signing, at
+ * most WEBHOOK_ENDPOINT_CONCURRENCY in flight per endpoint, as the dispatchers send them.
+ * BENCH_BURST_ROUNDS rounds; the median round's deliveries/s (start to the last answer).
+ */
+async function measureBareSender(healthy: Healthy[]) {
+  const { rows } = await pool!.query<{ id: string; body: string; url: string; secret: string }>(
+    `SELECT e.id, e.body, ep.url, ep.secret FROM webhook_deliveries d
+       JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
+      WHERE d.tenant_id = ANY($1) ORDER BY d.id DESC LIMIT $2`,
+    [healthy.map((h) => h.tenantId), opts.burstDeliveries],
+  );
+  log(`sender: ${rows.length} deliveries by a bare keep-alive sender (no PostgreSQL), ${opts.burstRounds} rounds`);
+  const agents = createWebhookAgents({ allowPrivate: true });
+  const byUrl = new Map<string, typeof rows>();
+  for (const r of rows) byUrl.set(r.url, [...(byUrl.get(r.url) ?? []), r]);
+  const rates: number[] = [];
+  let failed = 0;
+  try {
+    for (let round_ = 0; round_ < opts.burstRounds; round_++) {
+      const started = performance.now();
+      await Promise.all(
+        [...byUrl.entries()].flatMap(([url, queue]) => {
+          let next = 0;
+          const worker = async () => {
+            while (next < queue.length) {
+              const d = queue[next++]!;
+              const sentAt = new Date();
+              const headers = signWebhook(d.id, sentAt, d.body, [d.secret]);
+              const result = await postWebhook(url, headers, d.body, {
+                timeoutMs: webhookSettings.timeoutMs,
+                allowPrivate: true,
+                agents,
+              });
+              if (result.outcome !== 'Succeeded') failed++;
+            }
+          };
+          return Array.from({ length: webhookSettings.endpointConcurrency }, worker);
+        }),
+      );
+      rates.push(rows.length / ((performance.now() - started) / 1000));
+    }
+  } finally {
+    agents.destroy();
+  }
+  const sorted = [...rates].sort((a, b) => a - b);
+  return {
+    deliveries: rows.length,
+    failed,
+    inFlight: byUrl.size * webhookSettings.endpointConcurrency,
+    deliveriesPerSecond: round(sorted[Math.floor((sorted.length - 1) / 2)]!, 1),
+    rounds: rates.map((r) => round(r, 1)),
   };
 }
 
@@ -549,9 +686,12 @@ async function run() {
   ports = JSON.parse((await receivers.waitFor(/receivers: (\{.*\})/))[1]!) as Ports;
   const healthy = await createHealthy();
 
-  dispatcher = spawnTsx('src/workers/runner.ts', dispatcherEnv, 'dispatcher');
-  await dispatcher.waitFor(/workers: running webhooks/, 60_000);
-  const idleRssMiB = round(readMemory(dispatcher.pid)?.rssMiB ?? NaN, 0);
+  for (let i = 0; i < opts.dispatchers; i++) {
+    const d = spawnTsx('src/workers/runner.ts', dispatcherEnv, `dispatcher${i}`);
+    dispatchers.push(d);
+    await d.waitFor(/workers: running webhooks/, 60_000);
+  }
+  const idleRssMiB = round(readMemory(dispatchers[0]!.pid)?.rssMiB ?? NaN, 0);
 
   // Warm-up (JIT, the pool's connections, PostgreSQL's caches), not counted: the first phase
   // measured must not pay for it. A few single deliveries, then one burst.
@@ -567,7 +707,8 @@ async function run() {
   log(`warm-up burst: ${warmBurst.deliveriesPerSecond} deliveries/s`);
 
   const results: PhaseResult[] = [];
-  for (const phase of opts.phases) results.push(await runPhase(phase, healthy));
+  for (const phase of measuredPhases) results.push(await runPhase(phase, healthy));
+  const bare = opts.phases.includes('sender') ? await measureBareSender(healthy) : null;
 
   const base = results.find((r) => r.phase === 'quiet') ?? null;
   const evaluated = results.map((r) => {
@@ -581,7 +722,8 @@ async function run() {
       vsQuiet: { p99Ratio, throughputRatio },
       goals: {
         p99WithinRatio: Number.isFinite(p99Ratio) ? p99Ratio <= goals.p99Ratio : null,
-        p99UnderMs: p99 < goals.p99Ms && r.latency.missing === 0,
+        p99UnderMs: p99 < p99GoalMs(r.phase) && r.latency.missing === 0,
+        peakWithinCap: r.peakOpenAtReceivers <= webhookSettings.concurrency * opts.dispatchers,
         throughputWithin: Number.isFinite(throughputRatio)
           ? throughputRatio >= 1 - goals.throughputLossPercent / 100
           : null,
@@ -596,10 +738,18 @@ async function run() {
     machine: machineFacts(loadAtStart),
     options: { ...opts, scales, receivers: 'child process (bench/lib/webhook-receivers.ts)' },
     dispatcherSettings: webhookSettings,
-    goals: { ...goals, quiet: quietGoals },
+    goals: { ...goals, quiet: quietGoals, outageP99Ms, bareRatio: bareRatioGoal },
     dispatcherIdleRssMiB: idleRssMiB,
     dispatcherPeakRssMiB: dispatcherHwm,
     phases: evaluated,
+    bareSender: bare && {
+      ...bare,
+      quietRatio: base ? round(base.throughput.deliveriesPerSecond / bare.deliveriesPerSecond, 2) : null,
+      outageRatio: ratioTo(
+        evaluated.find((r) => r.phase === 'outage'),
+        bare,
+      ),
+    },
   };
 
   const s = webhookSettings;
@@ -609,7 +759,8 @@ async function run() {
   const cells = (f: (r: (typeof evaluated)[number]) => string | number) => evaluated.map((r) => col(f(r), 22)).join('');
   const out = [
     '',
-    `webhooks (issue 39): dispatcher ${s.concurrency} slots, tenant share ${s.tenantSharePercent} % ` +
+    `webhooks (issues 39, 50): ${opts.dispatchers} dispatcher(s) of ${s.concurrency} slots, ${s.reservePercent} % held back ` +
+      `for endpoints that answer (slow from ${s.slowAttemptMs} ms), tenant share ${s.tenantSharePercent} % ` +
       `(${Math.max(1, Math.floor((s.concurrency * s.tenantSharePercent) / 100))} slots), ${s.endpointConcurrency} per endpoint ` +
       `(max ${s.endpointConcurrencyMax}), breaker ${s.breakerFailures} failures / ${s.breakerOpenMs} ms (max ${s.breakerOpenMaxMs}), ` +
       `timeout ${s.timeoutMs} ms, poll ${s.pollIntervalMs} ms, retries ${s.retryScheduleMs.join(',')} ms`,
@@ -620,6 +771,7 @@ async function run() {
     head('') + evaluated.map((r) => col(r.phase, 22)).join(''),
     head('noise endpoints × events') +
       cells((r) => (r.noise ? `${r.noise.endpoints} × ${scales[r.phase]!.events}, 2× = ${r.noise.deliveries}` : '—')),
+    head('  noisy tenants') + cells((r) => (r.noise ? scales[r.phase]!.tenants : '—')),
     head('healthy latency p50 / p99 ms') + cells((r) => `${r.latency.ms.p50} / ${r.latency.ms.p99}`),
     head('  to first attempt p50 / p99 ms') +
       cells((r) => `${r.latency.firstAttemptMs.p50} / ${r.latency.firstAttemptMs.p99}`),
@@ -654,9 +806,11 @@ async function run() {
     head('breakers opened slow/fail/hole') +
       cells((r) => (r.noise ? noiseKinds.map((k) => r.noise!.outcome.breakersOpenedByKind[k] ?? 0).join('/') : '—')),
     head('window s') + cells((r) => r.windowSeconds),
-    head('dispatcher CPU s (cores)') + cells((r) => `${r.dispatcher.cpuSeconds} (${r.dispatcher.cores})`),
-    head('dispatcher peak RSS MiB') +
+    head(`peak open at receivers (cap ${s.concurrency * opts.dispatchers})`) + cells((r) => r.peakOpenAtReceivers),
+    head('dispatchers CPU s (cores)') + cells((r) => `${r.dispatcher.cpuSeconds} (${r.dispatcher.cores})`),
+    head('dispatcher peak RSS MiB (max)') +
       cells((r) => `${r.dispatcher.peakRss.peakRssMiB}${r.dispatcher.peakRss.from === 'VmHWM' ? '' : '*'}`),
+    head('dispatcher peak sockets (max)') + cells((r) => r.dispatcher.peakSockets),
     head('its PG backends CPU s (cores)') +
       cells((r) => `${r.postgres.backendCpuSeconds} (${r.postgres.backendCores})`),
     head('db commits/s (dispatcher)') +
@@ -673,17 +827,29 @@ async function run() {
           `${JSON.stringify(r.noise!.outcome.deliveries)}, breakers open at the end ${JSON.stringify(r.noise!.outcome.breakersOpenNowByKind)}, ` +
           `endpoints disabled by the dispatcher ${r.noise!.outcome.disabledByDispatcher}`,
       ),
-    `goals (vs quiet): healthy p99 ≤ ${goals.p99Ratio}× quiet and < ${goals.p99Ms} ms; throughput within ${goals.throughputLossPercent} %`,
+    `goals (vs quiet): healthy p99 ≤ ${goals.p99Ratio}× quiet and < ${goals.p99Ms} ms (outage: < ${outageP99Ms} ms); ` +
+      `throughput within ${goals.throughputLossPercent} %; requests open never above the slots`,
     ...evaluated
       .filter((r) => r.phase !== 'quiet')
       .map(
         (r) =>
           `  ${r.phase.padEnd(11)} p99 ${r.latency.ms.p99} ms = ${r.vsQuiet.p99Ratio}× quiet: ${yes(r.goals.p99WithinRatio)}; ` +
-          `under ${goals.p99Ms} ms: ${yes(r.goals.p99UnderMs)}; throughput ${r.vsQuiet.throughputRatio}× quiet: ${yes(r.goals.throughputWithin)}`,
+          `under ${p99GoalMs(r.phase)} ms: ${yes(r.goals.p99UnderMs)}; throughput ${r.vsQuiet.throughputRatio}× quiet: ` +
+          `${yes(r.goals.throughputWithin)}; peak open ${r.peakOpenAtReceivers} ≤ ${s.concurrency * opts.dispatchers}: ${yes(r.goals.peakWithinCap)}`,
       ),
     ...evaluated
       .filter((r) => r.phase === 'quiet')
       .map((r) => `  quiet       p99 ${r.latency.ms.p99} ms under ${goals.p99Ms} ms: ${yes(r.goals.p99UnderMs)}`),
+    ...(result.bareSender
+      ? [
+          `bare keep-alive sender (post.ts, no PostgreSQL), ${result.bareSender.deliveries} deliveries, ` +
+            `${result.bareSender.inFlight} in flight: ${result.bareSender.deliveriesPerSecond}/s ` +
+            `(rounds ${result.bareSender.rounds.join(', ')}; failed ${result.bareSender.failed})`,
+          `  dispatchers' burst ÷ bare (goal ≥ ${bareRatioGoal}): quiet ${result.bareSender.quietRatio ?? '—'}` +
+            `${(result.bareSender.quietRatio ?? 0) >= bareRatioGoal ? ' met' : ' NOT met'}` +
+            `, outage ${result.bareSender.outageRatio ?? '—'}`,
+        ]
+      : []),
     ...beforeAfter(evaluated.find((r) => r.phase === 'quiet')?.latency ?? null),
     ...evaluated
       .filter((r) => othersCores(r.cpu) > 0.3)
@@ -703,7 +869,7 @@ async function run() {
 }
 
 async function teardown() {
-  await dispatcher?.stop();
+  for (const d of dispatchers) await d.stop();
   await receivers?.stop();
   await pool?.end().catch(() => undefined);
   await pgAdmin?.end().catch(() => undefined);

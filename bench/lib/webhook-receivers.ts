@@ -9,6 +9,8 @@
 //   control    GET /arrivals?from=<n>: healthy arrivals from the n-th on, as [path, id, at]
 //              GET /noise: requests each noisy receiver has had, and how many are open now
 //              GET /open?from=<ms>&to=<ms>: noisy requests open at once, sampled every 100 ms (avg, max)
+//              GET /peak?reset=1: the most requests (healthy and noisy) open at once since the last reset,
+//              counted exactly (each arrival and each answer or close), not sampled
 //
 // Times are epoch milliseconds with sub-millisecond resolution (performance.timeOrigin +
 // performance.now()), the clock the bench stamps its commits with.
@@ -24,6 +26,15 @@ const arrivals: [string, string, number][] = [];
 const requests: Record<Kind, number> = { slow: 0, failing: 0, blackHole: 0 };
 const open: Record<Kind, number> = { slow: 0, failing: 0, blackHole: 0 };
 const samples: [number, number][] = []; // [time, noisy requests open]
+let openAll = 0; // every request not answered yet, healthy ones included
+let peakAll = 0;
+
+/** Counts a request (any receiver) as open until its response is over or its connection closes. */
+function counted(over: http.ServerResponse | net.Socket) {
+  openAll++;
+  peakAll = Math.max(peakAll, openAll);
+  over.once('close', () => openAll--);
+}
 
 /**
  * Counts a noisy request as open until it is over: its response sent or its connection closed
@@ -34,10 +45,12 @@ const samples: [number, number][] = []; // [time, noisy requests open]
 function opened(kind: Kind, over: http.ServerResponse | net.Socket) {
   requests[kind]++;
   open[kind]++;
+  counted(over);
   over.once('close', () => open[kind]--);
 }
 
 const healthy = http.createServer((req, res) => {
+  counted(res);
   req.resume();
   req.on('end', () => {
     arrivals.push([req.url ?? '/', String(req.headers['webhook-id'] ?? ''), now()]);
@@ -74,6 +87,11 @@ const control = http.createServer((req, res) => {
       return json(arrivals.slice(Number(url.searchParams.get('from') ?? 0)));
     case '/noise':
       return json({ requests, open });
+    case '/peak': {
+      const peak = peakAll;
+      if (url.searchParams.get('reset')) peakAll = openAll;
+      return json({ peak, open: openAll });
+    }
     case '/open': {
       const from = Number(url.searchParams.get('from') ?? 0);
       const to = Number(url.searchParams.get('to') ?? Infinity);

@@ -1,4 +1,5 @@
 import type { Config } from '../../shared/config.js';
+import pg from 'pg';
 import { inTransaction, type Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logger.js';
 import { backoffMs, pause, schedules } from '../../shared/retry.js';
@@ -69,6 +70,17 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   let pollNow = new AbortController();
   const wake = () => pollNow.abort();
   const listener = databaseUrl ? listenForDueDeliveries(databaseUrl, wake, log) : null;
+  // Claims, and the attempts to endpoints that answer, on connections of their own (as the
+  // pool's, the lease keeper's way): they never queue behind the pool's checkouts for the
+  // attempts to other endpoints, hundreds at once when many hanging requests time out together.
+  // So a delivery to an endpoint that answers is claimed, begun and recorded as soon as it can be.
+  const ownPool = (max: number, what: string) => {
+    const failed = (err: Error) => log.warn({ err: { message: err.message } }, `webhook ${what} connection failed`);
+    const own = new pg.Pool({ ...pool.options, max }).on('error', failed); // an idle connection's
+    return own.on('connect', (client) => client.on('error', failed)); // a checked-out one's
+  };
+  const claimPool = ownPool(1, 'claim');
+  const answeringPool = ownPool(Math.max(1, Math.ceil((pool.options.max ?? 10) / 2)), 'answering-lane');
   const agents = createWebhookAgents({ allowPrivate: webhooks.allowPrivateTargets }); // kept alive per origin (post.ts)
   const settings: RecordSettings = {
     retryScheduleMs: webhooks.retryScheduleMs,
@@ -82,7 +94,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   /** Claims what the free slots may take, in one transaction that waits for any other dispatcher's claim. */
   async function claim(free: number): Promise<Claimed[]> {
     const use = slots.tenantUse();
-    return inTransaction(pool, async (tx) => {
+    return inTransaction(claimPool, async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock($1)', [claimLockId]);
       const { rows } = await tx.query<Claimed>(claimDeliveries, [
         free,
@@ -151,8 +163,16 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   }
 
   /** One attempt, its lease kept alive until its outcome is recorded (attempt.ts); reported once recorded. */
-  async function attempt(d: Claimed): Promise<void> {
-    const deps = { pool, webhooks, leaseMs: leaseMs(webhooks), agents, settings, log, stopped: stopped.signal };
+  async function attempt(d: Claimed & { answering?: boolean }): Promise<void> {
+    const deps = {
+      pool: d.answering ? answeringPool : pool,
+      webhooks,
+      leaseMs: leaseMs(webhooks),
+      agents,
+      settings,
+      log,
+      stopped: stopped.signal,
+    };
     const made = await attemptDelivery(d, deps);
     if (made) report(made.delivery, made.result, made.recorded);
   }
@@ -210,6 +230,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       await Promise.all([loop, listener?.close()]);
       await slots.settled(); // in-flight attempts finish (each bounded by the timeout)
       agents.destroy(); // the idle kept-alive connections
+      await Promise.all([claimPool.end(), answeringPool.end()]);
     },
   };
 }

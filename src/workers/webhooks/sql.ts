@@ -12,8 +12,9 @@ export const claimLockId = 7_239_014_561;
  *   $3 where unset, never above $4; one while its breaker is half open, probing), oldest due first.
  * - Endpoints that answer (issue 50): its last attempt succeeded, its breaker is closed, and it is
  *   not among $11 (endpoints with a slow request at this dispatcher). Deliveries to any other
- *   endpoint take at most $10 of the slots (the free ones beyond the reserve, dispatcher-slots.ts);
- *   with $10 = 0 their endpoints are not even looked at.
+ *   endpoint take at most $10 of the slots (the free ones beyond the reserve, dispatcher-slots.ts):
+ *   at most $10 such endpoints are looked at, those of the tenants that used least first; with
+ *   $10 = 0, none.
  * - Per tenant, as this dispatcher knows them ($6 ids, $7 slots held here, $8 slot-ms used
  *   lately, $9 typical attempt ms; $12 for a tenant not listed): at most $5 − held slots; its
  *   deliveries one endpoint after another (the first due of every endpoint, then the second …),
@@ -24,7 +25,7 @@ export const claimLockId = 7_239_014_561;
  * counts of attempts in flight it reads cannot be raced by another dispatcher's claim. FOR UPDATE
  * SKIP LOCKED still skips a delivery whose outcome is being recorded right now. $13: ids this
  * dispatcher is still working on (an outcome waiting for PostgreSQL to come back), never its own
- * to take again. Returns what the attempt needs.
+ * to take again. Returns what the attempt needs, and whether its endpoint counted as answering.
  */
 export const claimDeliveries = `
   WITH tenant AS (
@@ -39,19 +40,35 @@ export const claimDeliveries = `
        AND (ep.breaker_probe_at IS NULL OR ep.breaker_probe_at <= now())
        -- a tenant whose share is full here is not looked at further
        AND $5 > coalesce((SELECT t.held FROM tenant t WHERE t.tenant_id = ep.tenant_id), 0)
+  ), endpoint_due AS (
+    SELECT h.id, h.tenant_id, h.answering, h.max_in_flight, h.breaker_opened_at,
+           coalesce((SELECT t.used_ms FROM tenant t WHERE t.tenant_id = h.tenant_id), 0) AS used_ms,
+           coalesce((SELECT t.cost_ms FROM tenant t WHERE t.tenant_id = h.tenant_id), $12) AS cost_ms,
+           (SELECT min(d.next_attempt_at) FROM webhook_deliveries d
+             WHERE d.endpoint_id = h.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now()
+               AND (d.lease_until IS NULL OR d.lease_until < now())) AS oldest_due
+      FROM endpoint_health h
+     WHERE h.answering OR $10 > 0
   ), endpoint_room AS (
-    SELECT h.id, h.tenant_id, h.answering,
+    SELECT h.id, h.tenant_id, h.answering, h.used_ms, h.cost_ms, h.oldest_due,
            CASE WHEN h.breaker_opened_at IS NULL THEN least(coalesce(h.max_in_flight, $3), $4) ELSE 1 END
              - (SELECT count(*) FROM webhook_deliveries f
                  WHERE f.endpoint_id = h.id AND f.status = 'Delivering' AND f.lease_until >= now()) AS room
-      FROM endpoint_health h
-     WHERE (h.answering OR $10 > 0)
-       AND EXISTS (SELECT FROM webhook_deliveries d
-                    WHERE d.endpoint_id = h.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now())
+      FROM endpoint_due h
+     WHERE h.oldest_due IS NOT NULL
+  ), endpoint_pick AS (
+    SELECT id, tenant_id, answering, room FROM endpoint_room WHERE answering
+    UNION ALL
+    -- of the others, only as many endpoints as their slots could take (hundreds may hang: fewer
+    -- rows for what follows), in the fair order below (a tenant's n-th endpoint as its n-th delivery)
+    (SELECT id, tenant_id, answering, room FROM (
+       SELECT *, row_number() OVER (PARTITION BY tenant_id ORDER BY oldest_due, id) AS tenant_rank
+         FROM endpoint_room WHERE NOT answering AND room > 0) e
+      ORDER BY used_ms + (tenant_rank - 1) * cost_ms, oldest_due, id LIMIT $10)
   ), candidates AS (
     SELECT c.id, r.tenant_id, r.answering, c.next_attempt_at,
            row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.id) AS endpoint_rank
-      FROM endpoint_room r
+      FROM endpoint_pick r
      CROSS JOIN LATERAL (
        SELECT d.id, d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
         WHERE d.endpoint_id = r.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now()
@@ -73,8 +90,8 @@ export const claimDeliveries = `
            row_number() OVER (PARTITION BY answering ORDER BY fair_at, next_attempt_at, id) AS rank_in_pool
       FROM ordered
   ), picked AS (
-    SELECT d.id FROM webhook_deliveries d
-      JOIN (SELECT id, fair_at, next_attempt_at FROM ranked WHERE answering OR rank_in_pool <= $10
+    SELECT d.id, p.answering FROM webhook_deliveries d
+      JOIN (SELECT id, answering, fair_at, next_attempt_at FROM ranked WHERE answering OR rank_in_pool <= $10
              ORDER BY fair_at, next_attempt_at, id LIMIT $1) p ON p.id = d.id
      WHERE d.status IN ('Pending', 'Delivering') AND (d.lease_until IS NULL OR d.lease_until < now())
        FOR UPDATE OF d SKIP LOCKED
@@ -83,9 +100,10 @@ export const claimDeliveries = `
        SET status = 'Delivering', lease_until = now() + $2 * interval '1 millisecond', lease_token = gen_random_uuid(),
            updated_at = now() -- the attempt is counted when it begins (beginAttempt), not here
       FROM picked WHERE d.id = picked.id
-    RETURNING d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempt_count, d.round_attempts, d.lease_token
+    RETURNING d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempt_count, d.round_attempts, d.lease_token,
+              picked.answering
   )
-  SELECT c.id, c.tenant_id, c.event_id, c.endpoint_id, c.attempt_count, c.round_attempts, c.lease_token,
+  SELECT c.id, c.tenant_id, c.event_id, c.endpoint_id, c.attempt_count, c.round_attempts, c.lease_token, c.answering,
          e.type, e.body, ep.url, ep.secret,
          CASE WHEN ep.previous_secret_expires_at > now() THEN ep.previous_secret END AS previous_secret
     FROM claimed c
