@@ -165,6 +165,14 @@ export class Fleet {
     return !!m && m.proc.exit() === null && !m.supervised;
   }
 
+  /**
+   * Takes a gateway out of the rotation without stopping it: what a load balancer does when its
+   * pod is deleted, before the preStop pause ends and SIGTERM comes (deploy/k8s/gateway.yaml).
+   */
+  leaveRotation(name: string) {
+    this.gatewayUrls.delete(name);
+  }
+
   /** Sends a signal to a member and waits for its exit (planned: SIGKILL, or SIGTERM that must exit 0). */
   async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<ProcessExit> {
     const m = this.members.get(name)!;
@@ -570,8 +578,16 @@ export class Load {
       return { attempt, body: parsed };
     } catch (err) {
       const timeout = (err as Error).name === 'TimeoutError';
+      const cause = (err as Error & { cause?: Error }).cause;
       return {
-        attempt: { start, end: Date.now(), outcome: timeout ? 'timeout' : 'network', retryAfter: null },
+        attempt: {
+          start,
+          end: Date.now(),
+          outcome: timeout ? 'timeout' : 'network',
+          retryAfter: null,
+          // What the connection said (fetch's own message is "fetch failed"), for the failure report.
+          error: String(cause?.message ?? (err as Error).message).slice(0, 120),
+        },
         body: null,
       };
     }
