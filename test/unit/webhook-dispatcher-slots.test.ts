@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { DispatcherSlots } from '../../src/workers/webhooks/dispatcher-slots.js';
+
+// The dispatcher's slots (issue 50): the reserve for endpoints that answer, each tenant's slot
+// time, and which endpoints count as slow. A fake clock: nothing here waits.
+
+function slots(settings: Partial<ConstructorParameters<typeof DispatcherSlots>[0]> = {}) {
+  let now = 0;
+  const s = new DispatcherSlots(
+    { max: 8, tenantSharePercent: 50, reservePercent: 25, slowMs: 1000, halfLifeMs: 10_000, ...settings },
+    () => now,
+  );
+  /** Takes a slot; finish() ends its work. */
+  const take = (id: string, tenant: string, endpoint = `ep-${id}`) => {
+    let finish!: () => void;
+    const done = s.take({ id, tenant_id: tenant, endpoint_id: endpoint }, () => new Promise<void>((r) => (finish = r)));
+    return { finish: async () => (finish(), await done) };
+  };
+  return { s, take, advance: (ms: number) => (now += ms) };
+}
+
+describe('dispatcher slots', () => {
+  it('keeps the reserve out of what endpoints not known to answer may take', async () => {
+    const { s, take } = slots();
+    expect(s.reserve).toBe(2);
+    expect(s.unreservedFree()).toBe(6);
+    const held = ['1', '2', '3', '4', '5', '6'].map((id) => take(id, `t${id}`));
+    expect(s.free()).toBe(2);
+    expect(s.unreservedFree()).toBe(0);
+    await held[0]!.finish();
+    expect(s.unreservedFree()).toBe(1);
+    expect(s.peakHeld()).toBe(6);
+  });
+
+  it("counts a tenant's slot time, open requests as they go, decaying by half every half-life", async () => {
+    const { s, take, advance } = slots();
+    const a = take('1', 'A');
+    take('2', 'B');
+    advance(1000);
+    const use = () => {
+      const u = s.tenantUse();
+      return Object.fromEntries(u.ids.map((id, i) => [id, { held: u.held[i], usedMs: u.usedMs[i] }]));
+    };
+    expect(use()).toEqual({ A: { held: 1, usedMs: 1000 }, B: { held: 1, usedMs: 1000 } });
+    await a.finish();
+    advance(10_000); // one half-life: A's 1,000 ms count 500; B's request is still open
+    expect(use()).toEqual({ A: { held: 0, usedMs: 500 }, B: { held: 1, usedMs: 11_000 } });
+    expect(s.heldByTenant()).toEqual(new Map([['B', 1]]));
+  });
+
+  it('treats an endpoint as slow while a request of it is open past slowMs, and after a slow attempt, until a fast one', async () => {
+    const { s, take, advance } = slots();
+    const first = take('1', 'A', 'E');
+    advance(999);
+    expect(s.slowEndpointIds()).toEqual([]);
+    advance(1);
+    expect(s.slowEndpointIds()).toEqual(['E']);
+    await first.finish(); // it took 1,000 ms: still slow
+    expect(s.slowEndpointIds()).toEqual(['E']);
+    const second = take('2', 'A', 'E');
+    advance(5);
+    await second.finish(); // answered fast
+    expect(s.slowEndpointIds()).toEqual([]);
+  });
+});
