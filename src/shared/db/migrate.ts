@@ -54,24 +54,69 @@ export async function pendingMigrations(databaseUrl: string): Promise<string[]> 
   }
 }
 
-/** Applies pending migrations, each run in one transaction; concurrent callers queue up. */
+/**
+ * How long a migration waits for a table's lock before it gives up and is run again (issue 52).
+ * Short, and below PostgreSQL's deadlock_timeout (1 s): under the previous release's traffic a
+ * migration that waits for a lock holds up every new statement on that table behind it, and if
+ * it is part of a lock cycle it is the migration, not a request or an apply, that gives way.
+ */
+export const migrationLockTimeoutMs = 200;
+/** Runs before giving up: a few minutes of a busy table at most (backoff 0.1 s doubling to 2 s). */
+const migrationLockAttempts = 120;
+
+/** The migrations the database's ledger holds, in the order they were applied (none before the first run). */
+async function ledger(client: pg.Client): Promise<string[]> {
+  const { rows } = await client.query<{ present: boolean }>(
+    `SELECT to_regclass('public.pgmigrations') IS NOT NULL AS present`,
+  );
+  if (!rows[0]!.present) return [];
+  return (await client.query<{ name: string }>('SELECT name FROM pgmigrations ORDER BY id')).rows.map((r) => r.name);
+}
+
+/** A lock the migration could not take in time, or a deadlock it was chosen to end. */
+const isLockConflict = (err: unknown): boolean => {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code === '55P03' || e.code === '40P01') return true;
+  }
+  return false;
+};
+
+/**
+ * Applies pending migrations, each in a transaction of its own (so a migration never holds one
+ * table's lock while it waits for another's: under the previous release's traffic the whole set
+ * in one transaction deadlocked, test/faults/rolling-upgrade.test.ts), each lock waited for at most
+ * migrationLockTimeoutMs; a migration that meets a lock conflict is rolled back and run again
+ * after a backoff. Concurrent callers queue up. Returns the migrations this call applied.
+ */
 export async function migrateUp(databaseUrl: string, log: (msg: string) => void = () => undefined): Promise<string[]> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [migrationLockId]);
-    const applied = await runner({
-      dbClient: client,
-      dir: migrationsDir,
-      direction: 'up',
-      migrationsTable: 'pgmigrations',
-      // A migration merged from another branch with a lower number still applies after higher ones.
-      checkOrder: false,
-      singleTransaction: true,
-      noLock: true,
-      log,
-    });
-    return applied.map((m) => m.name);
+    await client.query(`SET lock_timeout = ${migrationLockTimeoutMs}`);
+    const before = new Set(await ledger(client));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await runner({
+          dbClient: client,
+          dir: migrationsDir,
+          direction: 'up',
+          migrationsTable: 'pgmigrations',
+          // A migration merged from another branch with a lower number still applies after higher ones.
+          checkOrder: false,
+          singleTransaction: false,
+          noLock: true,
+          log,
+        });
+        // What every run applied (a run that met a conflict kept the migrations before it).
+        return (await ledger(client)).filter((name) => !before.has(name));
+      } catch (err) {
+        if (!isLockConflict(err) || attempt >= migrationLockAttempts) throw err;
+        // What committed before the conflict stays applied; the next run starts at the migration that gave way.
+        log(`migrations: a lock was busy (${(err as Error).message}); running again (attempt ${attempt + 1})`);
+        await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** Math.min(attempt - 1, 5))));
+      }
+    }
   } finally {
     await client.end(); // ends the session, which releases the advisory lock
   }
