@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateUp } from '../../src/shared/db/migrate.js';
 import { integrationScopes } from '../../src/shared/scopes.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { eventually } from '../support/kafka.js';
 
 let db: TestDatabase;
 let client: pg.Client;
@@ -27,6 +28,25 @@ describe('database schema', () => {
   it('re-running migrations, even concurrently, applies nothing twice', async () => {
     const results = await Promise.all([migrateUp(db.url), migrateUp(db.url)]);
     expect(results).toEqual([[], []]);
+  });
+
+  it('gives way to a lock another transaction holds, and applies once it is let go (issue 52)', async () => {
+    // The last migration undone, as if this release's migrations met the previous release's traffic.
+    await client.query(`DROP INDEX import_jobs_completed_idx, route_suggestions_import_job_idx`);
+    await client.query(`DELETE FROM pgmigrations WHERE name = '0029_import_job_retention'`);
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    const said: string[] = [];
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE import_jobs IN ROW EXCLUSIVE MODE'); // a writer's lock, held
+      const migrating = migrateUp(db.url, (line) => said.push(line));
+      await eventually(() => (said.some((l) => l.includes('a lock was busy')) ? true : undefined), 30_000, 'a retry');
+      await holder.query('COMMIT');
+      expect(await migrating).toEqual(['0029_import_job_retention']);
+    } finally {
+      await holder.end();
+    }
   });
 
   it('stores no plaintext API key column', async () => {

@@ -112,6 +112,9 @@ export async function migrateUp(databaseUrl: string, log: (msg: string) => void 
         return (await ledger(client)).filter((name) => !before.has(name));
       } catch (err) {
         if (!isLockConflict(err) || attempt >= migrationLockAttempts) throw err;
+        // node-pg-migrate leaves the failed migration's transaction open (aborted): end it, or
+        // every statement of the next run is refused ("current transaction is aborted").
+        await client.query('ROLLBACK');
         // What committed before the conflict stays applied; the next run starts at the migration that gave way.
         log(`migrations: a lock was busy (${(err as Error).message}); running again (attempt ${attempt + 1})`);
         await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** Math.min(attempt - 1, 5))));
