@@ -1,7 +1,7 @@
 // The mixed load of the PostgreSQL failover test (issue 40), beside the harness's: material
 // usages, appointment requests (OAuth), event-feed long-polls; and the admin CLI in the test
-// process. A copy kept beside the rolling-upgrade test (issue 52), which runs it against two
-// releases' gateways; the failover test keeps its own (postgres-failover.test.ts).
+// process. Used by the failover test and the rolling-upgrade test (issue 52), which runs it
+// against two releases' gateways.
 import { Writable } from 'node:stream';
 import { runAdmin } from '../../src/admin/run.js';
 import { bearer } from '../support/fixtures.js';

@@ -1,11 +1,9 @@
-import { Writable } from 'node:stream';
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type pg from 'pg';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
-import { runAdmin } from '../../src/admin/run.js';
-import { admin, bearer } from '../support/fixtures.js';
-import { balanceOf, materialsPath, usageLedger } from '../support/materials.js';
+import { admin } from '../support/fixtures.js';
+import { balanceOf, usageLedger } from '../support/materials.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import {
   otherNode,
@@ -16,6 +14,7 @@ import {
 } from '../support/throwaway-pg-ha.js';
 import { scaled } from '../support/time-scale.js';
 import { appliedAgain } from './failover-figures.js';
+import { adminCli, count, MixedLoad, ok } from './mixed-load.js';
 import {
   converge,
   expectedOracle,
@@ -74,221 +73,6 @@ afterAll(async () => {
 }, scaled(180_000));
 
 // ---------------------------------------------------------------------------------------------
-// The load beside the harness's: material usages, appointment requests, event-feed long-polls
-
-type Outcome = number | 'network' | 'timeout';
-type Try = { lane: string; start: number; end: number; outcome: Outcome; retryAfter: string | null; error?: string };
-
-/** One HTTP request, recorded; never throws. */
-async function call(
-  tries: Try[],
-  lane: string,
-  url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string },
-  timeoutMs = 30_000,
-): Promise<{ t: Try; body: any }> {
-  const start = Date.now();
-  try {
-    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-    const text = await res.text();
-    let body: any = null;
-    try {
-      body = text ? JSON.parse(text) : null;
-    } catch {
-      body = null;
-    }
-    const t: Try = { lane, start, end: Date.now(), outcome: res.status, retryAfter: res.headers.get('retry-after') };
-    if (!res.ok) t.error = String(body?.error?.message ?? body?.error ?? text).slice(0, 120);
-    tries.push(t);
-    return { t, body };
-  } catch (err) {
-    const t: Try = {
-      lane,
-      start,
-      end: Date.now(),
-      outcome: (err as Error).name === 'TimeoutError' ? 'timeout' : 'network',
-      retryAfter: null,
-      error: String((err as Error).message).slice(0, 120),
-    };
-    tries.push(t);
-    return { t, body: null };
-  }
-}
-
-/** How many of each value. */
-const count = (values: unknown[]) => {
-  const m = new Map<string, number>();
-  for (const v of values) m.set(String(v), (m.get(String(v)) ?? 0) + 1);
-  return Object.fromEntries(m);
-};
-
-const ok = (o: Outcome) => typeof o === 'number' && o >= 200 && o < 300;
-
-/** Waits as a client would before sending the same request again; false when it is not worth it. */
-async function backOff(t: Try): Promise<boolean> {
-  if (t.outcome === 503 || t.outcome === 429) {
-    const after = Number(t.retryAfter);
-    await sleep(Math.min(Number.isFinite(after) && after > 0 ? after * 1000 : 500, 1000) + Math.random() * 100);
-    return true;
-  }
-  if (t.outcome === 'network' || t.outcome === 'timeout' || (typeof t.outcome === 'number' && t.outcome >= 500)) {
-    await sleep(200 + Math.random() * 100);
-    return true;
-  }
-  return false;
-}
-
-const inHours = (h: number) => new Date(Date.now() + h * 3_600_000).toISOString().replace('Z', '+00:00');
-
-class MixedLoad {
-  readonly tries: Try[] = [];
-  /** Material usage event id → quantity, once answered 2xx. */
-  readonly usages = new Map<string, number>();
-  /** Appointment externalReference → request id, once answered 2xx. */
-  readonly appointments = new Map<string, string>();
-  /** Requests given up on (not 2xx and not worth a retry): `lane status error`. */
-  readonly unfinished: string[] = [];
-  /** Events read from the feed, in order, with when they arrived. */
-  readonly feed: { id: string; at: number }[] = [];
-  /** Long-polls answered: when asked, when answered, how many events. */
-  readonly polls: { start: number; end: number; events: number }[] = [];
-  private running = false;
-  private reading = false;
-  private lanes: Promise<void>[] = [];
-  private reader: Promise<void> | null = null;
-  private seq = { usage: 0, appointment: 0 };
-  private token: string | null = null;
-
-  constructor(
-    private readonly s: Scenario,
-    private readonly item: { sku: string; unit: string },
-  ) {}
-
-  private base() {
-    return this.s.fleet.url() ?? 'http://127.0.0.1:1';
-  }
-
-  start() {
-    this.running = true;
-    this.lanes = [this.usageLane(), this.usageLane(), this.appointmentLane()];
-    if (!this.reader) {
-      this.reading = true;
-      this.reader = this.feedLane();
-    }
-  }
-
-  /** Stops sending; the requests in hand are retried until answered 2xx. */
-  async stop() {
-    this.running = false;
-    await Promise.all(this.lanes);
-  }
-
-  async stopReading() {
-    this.reading = false;
-    await this.reader;
-  }
-
-  /** Sends until 2xx (retrying 503/429/5xx/network with the same body); the 2xx answer or null. */
-  private async untilAcked(lane: string, send: () => Promise<{ t: Try; body: any }>) {
-    const deadline = Date.now() + scaled(180_000);
-    for (;;) {
-      const r = await send();
-      if (ok(r.t.outcome)) return r;
-      if (r.t.outcome === 401 && lane === 'appointments')
-        this.token = null; // a new token next time
-      else if (Date.now() > deadline || !(await backOff(r.t))) {
-        this.unfinished.push(`${lane} ${r.t.outcome} ${r.t.error ?? ''}`);
-        return null;
-      }
-    }
-  }
-
-  private async usageLane() {
-    const key = this.s.demo.clients.all!.apiKey;
-    while (this.running) {
-      const i = this.seq.usage++;
-      const eventId = `failover-usage-${i}`;
-      const quantity = ((i % 9) + 1) / 8; // eighths: exact in numeric(18,4)
-      const wo = this.s.demo.workOrders[i % this.s.demo.workOrders.length]!;
-      const body = JSON.stringify({
-        externalEventId: eventId,
-        externalLocationCode: 'WH-MAIN',
-        usedAt: new Date(Date.UTC(2025, 5, 1, 8) + i * 1000).toISOString(),
-        materials: [{ sku: this.item.sku, quantity, unitOfMeasure: this.item.unit }],
-      });
-      const r = await this.untilAcked('materials', () =>
-        call(this.tries, 'materials', `${this.base()}${materialsPath.byId(wo.workOrderId)}`, {
-          method: 'POST',
-          headers: { ...bearer(key), 'content-type': 'application/json' },
-          body,
-        }),
-      );
-      if (r) this.usages.set(eventId, quantity);
-      await sleep(50);
-    }
-  }
-
-  private async accessToken(): Promise<string | null> {
-    const client = this.s.demo.clients.all!;
-    const r = await this.untilAcked('oauth-token', () =>
-      call(this.tries, 'oauth-token', `${this.base()}/connect/v1/oauth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          grant_type: 'client_credentials',
-          client_id: client.clientId,
-          client_secret: client.apiKey,
-        }).toString(),
-      }),
-    );
-    return r?.body?.access_token ?? null;
-  }
-
-  private async appointmentLane() {
-    while (this.running) {
-      const ref = `failover-apr-${this.seq.appointment++}`;
-      const body = JSON.stringify({
-        externalReference: ref,
-        serviceType: 'repair',
-        priority: 'high',
-        customer: { name: 'Harbour Hospital' },
-        contact: { name: 'Kim Meyer', email: 'kim.meyer@example.com' },
-        location: { address: { line1: 'Am Hafen 1', city: 'Hamburg', countryCode: 'DE' } },
-        preferredTimeWindows: [{ start: inHours(24), end: inHours(28) }],
-      });
-      const r = await this.untilAcked('appointments', async () => {
-        this.token ??= await this.accessToken();
-        return call(this.tries, 'appointments', `${this.base()}/connect/v1/appointment-requests`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
-          body,
-        });
-      });
-      if (r) this.appointments.set(ref, r.body.id);
-      await sleep(150);
-    }
-  }
-
-  private async feedLane() {
-    const key = this.s.demo.clients.all!.apiKey;
-    let cursor = '';
-    while (this.reading) {
-      const query = new URLSearchParams({ limit: '200', wait: '5', ...(cursor ? { after: cursor } : {}) });
-      const { t, body } = await call(this.tries, 'event-feed', `${this.base()}/api/v1/events?${query}`, {
-        headers: bearer(key),
-      });
-      if (t.outcome !== 200) {
-        await backOff(t);
-        continue;
-      }
-      for (const e of body.events as { id: string }[]) this.feed.push({ id: e.id, at: t.end });
-      this.polls.push({ start: t.start, end: t.end, events: body.events.length });
-      cursor = body.next;
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Readiness of every process, polled
 
 type Probe = { proc: string; at: number; status: number | 'none'; postgres: string | null; error: string | null };
@@ -337,30 +121,6 @@ function pollReadiness(s: Scenario, probes: Probe[]) {
 
 // ---------------------------------------------------------------------------------------------
 // Checks after each fault
-
-/** The admin CLI in this process, on the scenario's database and topics: its JSON answer. */
-async function adminCli(s: Scenario, ...argv: string[]): Promise<any> {
-  let out = '';
-  let err = '';
-  const sink = (append: (x: string) => void) =>
-    new Writable({
-      write(chunk, _enc, done) {
-        append(String(chunk));
-        done();
-      },
-    });
-  const code = await runAdmin(argv, {
-    stdout: sink((x) => (out += x)),
-    stderr: sink((x) => (err += x)),
-    env: {
-      DATABASE_URL: ha.url,
-      KAFKA_BROKERS: s.config.kafka.brokers.join(','),
-      KAFKA_TOPIC_PREFIX: s.config.kafka.topicPrefix,
-    },
-  });
-  if (code !== 0) throw new Error(`admin ${argv.join(' ')} exited ${code}: ${err}`);
-  return JSON.parse(out);
-}
 
 type FaultRun = {
   name: string;
