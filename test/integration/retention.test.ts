@@ -66,7 +66,7 @@ describe('import-job retention', () => {
     const kept = [await job(89), await job(1), await job(null)];
     const all = [...old, ...kept];
 
-    expect(await pruneImportJobs(pool, 90 * day, 2)).toBe(5); // batches of 2, 2 and 1
+    expect(await pruneImportJobs(pool, 90 * day, { batchSize: 2 })).toBe(5); // batches of 2, 2 and 1
     const left = (
       await pool.query<{ id: string }>('SELECT id FROM import_jobs WHERE id = ANY($1::bigint[])', [all])
     ).rows
@@ -87,7 +87,16 @@ describe('import-job retention', () => {
     ).toBe(3);
     // The targets they brought stay.
     expect(await count(`SELECT count(*) AS n FROM targets WHERE source_system = 'retention'`, [])).toBe(all.length);
-    expect(await pruneImportJobs(pool, 90 * day, 2)).toBe(0);
+    expect(await pruneImportJobs(pool, 90 * day, { batchSize: 2 })).toBe(0);
+  });
+
+  it('ends a round between batches once its worker stops', async () => {
+    const old = [await job(150), await job(151), await job(152)];
+    const stopping = new AbortController();
+    stopping.abort();
+    expect(await pruneImportJobs(pool, 90 * day, { batchSize: 1, signal: stopping.signal })).toBe(0);
+    expect(await count('SELECT count(*) AS n FROM import_jobs WHERE id = ANY($1::bigint[])', [old])).toBe(3);
+    expect(await pruneImportJobs(pool, 90 * day, { batchSize: 1 })).toBe(3);
   });
 
   it('prunes in one worker process at a time: while another holds the lock, a round skips', async () => {

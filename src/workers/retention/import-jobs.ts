@@ -12,11 +12,16 @@ const batchStatementTimeoutMs = 30_000;
  * its job went is an orphan to the worker and is dropped after ORPHAN_GRACE_MS, as one whose
  * edge record never committed. The targets the jobs brought stay (their last_import_job_id is a
  * number, not a reference). Rows another transaction holds (a draft being made from the job) are
- * skipped, never waited for. Returns how many jobs went.
+ * skipped, never waited for. `signal` ends the round between batches (a stopping worker does not
+ * wait for a year's backlog). Returns how many jobs went.
  */
-export async function pruneImportJobs(pool: Pool, retentionMs: number, batchSize = importJobPruneBatch) {
+export async function pruneImportJobs(
+  pool: Pool,
+  retentionMs: number,
+  { batchSize = importJobPruneBatch, signal }: { batchSize?: number; signal?: AbortSignal } = {},
+) {
   let pruned = 0;
-  for (;;) {
+  while (!signal?.aborted) {
     const n = await inTransaction(pool, async (tx) => {
       await tx.query(`SET LOCAL statement_timeout = ${batchStatementTimeoutMs}`);
       const { rows } = await tx.query<{ id: string }>(
@@ -35,6 +40,7 @@ export async function pruneImportJobs(pool: Pool, retentionMs: number, batchSize
       return ids.length;
     });
     pruned += n;
-    if (n < batchSize) return pruned;
+    if (n < batchSize) break;
   }
+  return pruned;
 }

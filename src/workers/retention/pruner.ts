@@ -11,9 +11,9 @@ export const retentionLockId = 7_239_014_563;
 export type Pruned = { importJobs: number };
 
 /** One round: as the one pruner across replicas, or null when another process is pruning. */
-export const pruneRetained = (pool: Pool, databaseUrl: string, retention: Config['retention']) =>
+export const pruneRetained = (pool: Pool, databaseUrl: string, retention: Config['retention'], signal?: AbortSignal) =>
   asTheOnePruner(databaseUrl, retentionLockId, 'connect-workers-pruner', async (): Promise<Pruned> => ({
-    importJobs: await pruneImportJobs(pool, retention.importJobRetentionMs),
+    importJobs: await pruneImportJobs(pool, retention.importJobRetentionMs, { signal }),
   }));
 
 /**
@@ -33,22 +33,26 @@ export function startRetentionPruner({
   onPruned?: (pruned: Pruned) => void;
 }) {
   const log = logger.child({ task: 'retention' });
-  let running: Promise<void> = Promise.resolve();
+  const stopping = new AbortController();
+  // One round at a time: a tick that finds the last round still going (a large backlog) skips.
+  let running: Promise<void> | null = null;
+  const round = async () => {
+    try {
+      const pruned = await pruneRetained(pool, config.database.url, config.retention, stopping.signal);
+      if (pruned === null) return log.debug('another worker process is pruning; skipped this interval');
+      onPruned?.(pruned);
+      if (pruned.importJobs > 0) log.info(pruned, 'import jobs past their retention pruned');
+    } catch (err) {
+      log.warn({ err }, 'pruning past retention failed; tried again at the next interval');
+    }
+  };
   const timer = setInterval(() => {
-    running = running.then(async () => {
-      try {
-        const pruned = await pruneRetained(pool, config.database.url, config.retention);
-        if (pruned === null) return log.debug('another worker process is pruning; skipped this interval');
-        onPruned?.(pruned);
-        if (pruned.importJobs > 0) log.info(pruned, 'import jobs past their retention pruned');
-      } catch (err) {
-        log.warn({ err }, 'pruning past retention failed; tried again at the next interval');
-      }
-    });
+    running ??= round().finally(() => (running = null));
   }, config.retention.pruneIntervalMs);
   return {
     async stop() {
       clearInterval(timer);
+      stopping.abort(); // the round under way ends after its batch
       await running;
     },
   };
