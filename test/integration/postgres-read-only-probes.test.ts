@@ -89,7 +89,8 @@ describe('PostgreSQL answering read-only: probes and the event feed notice', { t
       const gatewayDown = await eventually(
         async () => {
           const r = await ready();
-          return r.status === 503 ? r : undefined;
+          // A probe on a connection endSessions() just terminated answers 503 with that first (57P01).
+          return r.status === 503 && /^PostgreSQL is read-only/.test(r.body.checks?.postgres?.error) ? r : undefined;
         },
         30_000,
         'gateway /readyz 503',
@@ -102,7 +103,7 @@ describe('PostgreSQL answering read-only: probes and the event feed notice', { t
       const workerDown = await eventually(
         async () => {
           const r = await workerReady();
-          return r.status === 503 ? r : undefined;
+          return r.status === 503 && /^PostgreSQL is read-only/.test(r.body.checks?.postgres?.error) ? r : undefined;
         },
         30_000,
         'worker /readyz 503',
