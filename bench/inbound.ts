@@ -67,7 +67,8 @@ import {
   type Child,
   type PhaseCpu,
 } from './lib/processes.js';
-import { percentiles, round } from './lib/stats.js';
+import { round } from './lib/stats.js';
+import { applyPhase, chunkMix, type ApplyPhase } from './lib/apply-phase.js';
 import { envInt } from './lib/env.js';
 import { benchDatabase } from './lib/bench-database.js';
 import { capacityEnv } from './lib/service-env.js';
@@ -289,8 +290,19 @@ async function run() {
   const topicMessages = await topicMessageCount(brokers, topic);
 
   // ---- B: the workers apply what A queued -------------------------------------------------
+  const applyParams = {
+    pool,
+    broker,
+    dbName,
+    env: childEnv,
+    applyConcurrency: serviceConfig.workers.applyConcurrency,
+    tenantId: tenant.tenantId,
+    timeoutMs: phaseTimeoutMs,
+    nodeArgs: profArgs,
+    onRunner: (runner: Child | null) => (workers = runner),
+  };
   log(`B: workers apply ${queued.targets} targets of ${queued.jobs} import jobs`);
-  const b = await applyPhase('B', pool, broker, tenant.tenantId, 0, queued.jobs, phaseTimeoutMs);
+  const b = await applyPhase({ ...applyParams, phase: 'B', afterJobId: 0, jobs: queued.jobs });
   log(`B: ${b.targetsPerSecond} targets/s over ${b.seconds} s`);
 
   // ---- U: the same targets again under new batch ids: every one an update -----------------
@@ -319,7 +331,7 @@ async function run() {
       ).rows[0].n,
     );
     log(`U: workers apply ${again.acceptedTargets} targets again (updates) in ${jobs} import jobs`);
-    u = await applyPhase('U', pool, broker, tenant.tenantId, lastJob, jobs, phaseTimeoutMs);
+    u = await applyPhase({ ...applyParams, phase: 'U', afterJobId: lastJob, jobs });
     log(`U: ${u.targetsPerSecond} targets/s over ${u.seconds} s`);
   }
 
@@ -685,130 +697,3 @@ async function teardown() {
 }
 
 await runBench(run, teardown);
-
-type ApplyPhase = Awaited<ReturnType<typeof applyPhase>>;
-
-/**
- * A worker runner process (WORKERS=inbound) applies what is queued, until every import job of the
- * tenant with an id above `afterJobId` (`jobs` of them) is final. Timed from the first chunk's
- * transaction (min import_jobs.started_at of those jobs); its chunks by how they were applied are
- * read from its /metrics before it stops.
- */
-async function applyPhase(
-  phase: 'B' | 'U',
-  pool: pg.Pool,
-  broker: number | null,
-  tenantId: string,
-  afterJobId: number,
-  jobs: number,
-  phaseTimeoutMs: number,
-) {
-  await checkpoint(pool);
-  const cpu = phaseCpu(broker, dbName);
-  const spawnedAt = Date.now();
-  // Any free port for its /metrics: a running stack's workers may hold the default.
-  // Info level (the service's default): one "message applied" line per chunk, with its duration.
-  const runner = spawnTsx(
-    'src/workers/runner.ts',
-    { ...childEnv, LOG_LEVEL: 'info', WORKERS: 'inbound', WORKER_HTTP_HOST: '127.0.0.1', WORKER_HTTP_PORT: '0' },
-    'workers',
-    profArgs,
-  );
-  workers = runner;
-  const metricsUrl = (await runner.waitFor(/workers: metrics on (http:\/\/[^\s"]+)/))[1]!;
-  await runner.waitFor(/workers: running/);
-  const readyAt = Date.now();
-  const peakReset = resetPeak(runner.pid);
-  // From here: the process's start (loading and compiling its modules, about 2 CPU seconds) is not
-  // the apply's cost.
-  const cpuAtReady = cpuSeconds(runner.pid);
-  const deadline = Date.now() + phaseTimeoutMs;
-  let progress: { final: number; completed: number; applied: number; failed: number; first: Date | null };
-  for (;;) {
-    progress = (
-      await pool.query(
-        `SELECT count(*) FILTER (WHERE status IN ('Completed', 'CompletedWithErrors', 'Failed'))::int AS final,
-                count(*) FILTER (WHERE status = 'Completed')::int AS completed,
-                coalesce(sum(applied_count), 0)::int AS applied, coalesce(sum(failed_count), 0)::int AS failed,
-                min(started_at) AS first
-           FROM import_jobs WHERE tenant_id = $1 AND id > $2`,
-        [tenantId, afterJobId],
-      )
-    ).rows[0];
-    if (progress.final >= jobs) break;
-    if (Date.now() > deadline) throw new Error(`${phase}: only ${progress.final} of ${jobs} jobs final in time`);
-    if (runner.child.exitCode !== null) throw new Error(`${phase}: workers exited:\n${runner.output().slice(-3000)}`);
-    await sleep(50);
-  }
-  const doneAt = Date.now();
-  const phaseCpuUsed = cpu.end([runner.pid]);
-  const workerCpu = cpuSeconds(runner.pid) - cpuAtReady;
-  const workerMem = readMemory(runner.pid);
-  const chunks = chunkOutcomes(await (await fetch(`${metricsUrl}/metrics`)).text());
-  await runner.stop();
-  workers = null;
-  const seconds = (doneAt - progress.first!.getTime()) / 1000;
-  const rowsInTable = (
-    await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM targets WHERE tenant_id = $1', [tenantId])
-  ).rows[0]!.n;
-  return {
-    targets: progress.applied,
-    failedTargets: progress.failed,
-    jobs,
-    completedJobs: progress.completed,
-    rowsInTable,
-    seconds: round(seconds, 3),
-    targetsPerSecond: round(progress.applied / seconds),
-    fromProcessStart: {
-      seconds: round((doneAt - spawnedAt) / 1000, 3),
-      targetsPerSecond: round(progress.applied / ((doneAt - spawnedAt) / 1000)),
-    },
-    fromGroupJoined: {
-      seconds: round((doneAt - readyAt) / 1000, 3),
-      targetsPerSecond: round(progress.applied / ((doneAt - readyAt) / 1000)),
-    },
-    workerCpuSeconds: round(workerCpu, 2),
-    workerRssMiB: round(workerMem?.hwmMiB ?? NaN, 0),
-    workerPeakFrom: peakReset ? 'VmHWM (reset when the workers ran, before applying)' : 'VmHWM (since start)',
-    applyMs: chunkApplyStats(runner.output(), seconds, serviceConfig.workers.applyConcurrency),
-    /** worker_inbound_chunks_total by outcome: copied, upserted, duplicate, orphan. */
-    chunks,
-    cpu: phaseCpuUsed,
-  };
-}
-
-/** "N copied, M upserted" (and duplicates or orphans, if any). */
-function chunkMix(chunks: Record<string, number>): string {
-  return Object.entries(chunks)
-    .filter(([outcome, n]) => n > 0 || outcome === 'copied' || outcome === 'upserted')
-    .map(([outcome, n]) => `${n} ${outcome}`)
-    .join(', ');
-}
-
-/** worker_inbound_chunks_total's samples by outcome, from a /metrics text. */
-function chunkOutcomes(metrics: string): Record<string, number> {
-  const found: Record<string, number> = {};
-  for (const m of metrics.matchAll(/^worker_inbound_chunks_total\{outcome="(\w+)"\} (\d+)$/gm))
-    found[m[1]!] = Number(m[2]);
-  return found;
-}
-
-/**
- * Per-chunk apply times from the workers' "message applied" log lines (pino JSON, durationMs),
- * and how full the partition slots were: the applies' total time over the phase's time the
- * slots (WORKER_APPLY_CONCURRENCY) offered.
- */
-function chunkApplyStats(output: string, phaseSeconds: number, slots: number) {
-  const durations: number[] = [];
-  for (const line of output.split('\n')) {
-    if (!line.includes('"message applied"')) continue;
-    try {
-      const ms = (JSON.parse(line) as { durationMs?: unknown }).durationMs;
-      if (typeof ms === 'number') durations.push(ms);
-    } catch {
-      // not a JSON line
-    }
-  }
-  const busy = durations.reduce((sum, ms) => sum + ms, 0) / 1000;
-  return { chunks: durations.length, ...percentiles(durations), slots, slotsBusy: round(busy / phaseSeconds, 2) };
-}
