@@ -2,7 +2,9 @@
 // what one client's reads do to another tenant. Its own database, filled in SQL (not through the
 // API): BENCH_JOBS import jobs (default 1M) of the measured client, one every 30 s back from now
 // across three source systems and every final status, and BENCH_OTHER_TENANTS tenants with
-// BENCH_OTHER_JOBS jobs each beside them (default 20 × 50,000). A gateway process of the tree
+// BENCH_OTHER_JOBS jobs each beside them (default 20 × 50,000), and BENCH_NEWER_JOBS (300,000) of
+// one more tenant made after them all (a client that still imports beside one that paused: the
+// measured client's newest job is not the table's). A gateway process of the tree
 // (src/gateway/server.ts) serves it; the broker is the project's (scripts/kafka).
 //
 // 1. Lists: p50/p99 of GET /api/v1/import-jobs for the first page, each filter, a page reached by
@@ -35,6 +37,7 @@ const opts = {
   jobs: envInt('BENCH_JOBS', 1_000_000),
   otherTenants: envInt('BENCH_OTHER_TENANTS', 20),
   otherJobs: envInt('BENCH_OTHER_JOBS', 50_000),
+  newerJobs: envInt('BENCH_NEWER_JOBS', 300_000),
   requests: envInt('BENCH_REQUESTS', 200),
   phaseSeconds: envInt('BENCH_PHASE_SECONDS', 15),
   noisyConnections: envInt('BENCH_NOISY_CONNECTIONS', 40),
@@ -209,6 +212,14 @@ async function run() {
       ).ms;
     }
     fillMs += (await fillImportJobHistory(pool, noisyClient, opts.jobs)).ms;
+    const newer = await tenant('newer');
+    fillMs += (
+      await fillImportJobHistory(
+        pool,
+        { tenantId: newer.tenantId, clientId: newer.clients.all!.clientId },
+        opts.newerJobs,
+      )
+    ).ms;
     await pool.query('UPDATE integration_clients SET rate_limit_per_minute = 100000000');
     // The fill's gigabyte written out now, not by a checkpoint during the measurements (a year-old
     // database is in a steady state; a fresh fill is not).
@@ -249,7 +260,7 @@ async function run() {
     await firstCome.child.stop();
 
     const lines = [
-      `bench:reads (${opts.jobs} import jobs of one client, ${opts.otherTenants * opts.otherJobs} of ${opts.otherTenants} other tenants; filled in ${round(fillMs / 1000)} s; import_jobs ${sizes.table} + ${sizes.indexes} indexes)`,
+      `bench:reads (${opts.jobs} import jobs of one client, ${opts.otherTenants * opts.otherJobs} of ${opts.otherTenants} other tenants, ${opts.newerJobs} newer ones of another; filled in ${round(fillMs / 1000)} s; import_jobs ${sizes.table} + ${sizes.indexes} indexes)`,
       'GET /api/v1/import-jobs of the client with the history, one request at a time (aim: p99 ≤ 50 ms):',
       ...Object.entries(lists).map(([name, f]) => `  ${name.padEnd(42)} ${show(f)}  ${JSON.stringify(f.statuses)}`),
       'the same list before issue 49 (count(*) + OFFSET), on PostgreSQL alone:',

@@ -45,8 +45,13 @@ export type ImportJobPage = { items: ImportJobDto[]; total: number; totalIsExact
  * A page of the client's jobs, newest first, after `afterId` (keyset: the page's cost, however
  * deep) or past `skip` jobs (OFFSET, bounded by maxImportJobsSkip); lastId is the last job's id
  * when more follow (the next page's cursor), else null. The total counts at most totalLimit
- * matching jobs (a year of history per request would cost more than any page). Every filter is
- * served by an index (migrations/0026_import_jobs_list_indexes.sql).
+ * matching jobs (a year of history per request would cost more than any page).
+ *
+ * The page's ids come from the filter's index alone (an index-only scan: each list index carries
+ * tenant_id for the row policy, migrations/0031_import_jobs_list_index_only.sql), and only then
+ * are those rows read. Asked for the rows directly, PostgreSQL may instead walk the primary key
+ * backwards, betting that the client's jobs are spread evenly through the table: behind another
+ * client's 300,000 newer jobs that first page took 500 ms (docs/benchmarks.md, bench:reads).
  */
 export async function listImportJobs(
   tx: TenantTx,
@@ -62,8 +67,9 @@ export async function listImportJobs(
     `SELECT (SELECT count(*)::int FROM (SELECT FROM import_jobs WHERE ${where} LIMIT $7) matching) AS total, page.*
        FROM (SELECT) one
        LEFT JOIN LATERAL (SELECT ${importJobColumns} FROM import_jobs
-                           WHERE ${where} AND ($6::bigint IS NULL OR id < $6)
-                           ORDER BY id DESC OFFSET $4 LIMIT $5) page ON true
+                           WHERE id IN (SELECT id FROM import_jobs
+                                         WHERE ${where} AND ($6::bigint IS NULL OR id < $6)
+                                         ORDER BY id DESC OFFSET $4 LIMIT $5)) page ON true
       ORDER BY page.id DESC`,
     [...values, filter.skip, filter.take + 1, filter.afterId ?? null, totalLimit + 1],
   );

@@ -39,8 +39,11 @@ const requeue = `
          lease_token = CASE WHEN ${inFlight} THEN webhook_deliveries.lease_token END,
          completed_at = NULL, updated_at = now()`;
 
-/** Recorded attempts, newest first, of an endpoint, an event or both. */
-/** Attempts newest first, of an endpoint and/or an event, below `beforeId` (keyset: the next page of a cursor). */
+/**
+ * Attempts newest first, of an endpoint and/or an event, below `beforeId` (keyset: the next page of
+ * a cursor). The page's ids come from the endpoint's or event's index alone before the rows are
+ * read, as the import-job list's do (src/gateway/import-jobs/store.ts says why).
+ */
 export async function listAttempts(
   db: Tx,
   by: { endpointId?: string; eventId?: string; beforeId?: string },
@@ -52,9 +55,11 @@ export async function listAttempts(
        FROM webhook_attempts a
        JOIN webhook_events e ON e.id = a.event_id
        JOIN webhook_deliveries d ON d.id = a.delivery_id
-      WHERE ($1::uuid IS NULL OR a.endpoint_id = $1) AND ($2::text IS NULL OR a.event_id = $2)
-        AND ($4::bigint IS NULL OR a.id < $4)
-      ORDER BY a.id DESC LIMIT $3`,
+      WHERE a.id IN (SELECT id FROM webhook_attempts
+                      WHERE ($1::uuid IS NULL OR endpoint_id = $1) AND ($2::text IS NULL OR event_id = $2)
+                        AND ($4::bigint IS NULL OR id < $4)
+                      ORDER BY id DESC LIMIT $3)
+      ORDER BY a.id DESC`,
     [by.endpointId ?? null, by.eventId ?? null, limit, by.beforeId ?? null],
   );
   return rows.map((r) => ({
