@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listImportJobs } from '../../src/gateway/import-jobs/store.js';
+import { createPool, type Pool } from '../../src/shared/db/pool.js';
+import { createTenantPool, type TenantPool, type TenantTx } from '../../src/shared/db/tenant-scope.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createDemo } from '../support/fixtures.js';
+import { fillImportJobHistory } from '../support/history.js';
+import { scaled } from '../support/time-scale.js';
+
+// Issue 49: a page of the import-job list reads what the page needs, wherever the client's jobs
+// lie in the table. Before, the bounded total ran as a parallel scan of the whole table and a
+// first page behind another client's newer jobs walked the primary key backwards past all of
+// them (bench:reads: 60-145 ms and 500 ms). Measured in pages of the table and its indexes that
+// the statement touched (EXPLAIN's buffers), which do not depend on how busy the machine is.
+
+const jobs = 150_000;
+/**
+ * The index pages of a 10,001-row total and of the skipped entries (about 70 each), and each row
+ * of the page read by its primary key (index descent and heap: up to 5 pages). A walk past 150,000
+ * rows of the other client reads about 3,500 table pages; a scan of the whole table, about 7,000.
+ */
+const pagesAtMost = (take: number) => 300 + 5 * take;
+
+let db: TestDatabase;
+let pool: Pool;
+let tenants: TenantPool;
+let measured: { tenantId: string; clientId: string };
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createPool(db.url, 2, 'test', { connectionTimeoutMs: scaled(30_000) });
+  tenants = createTenantPool(db.url, 1, 'test');
+  const [a, b] = [await createDemo(pool), await createDemo(pool)];
+  measured = { tenantId: a.tenantId, clientId: a.clients.all!.clientId };
+  // The measured client's history first, then another tenant's client that imports since.
+  await fillImportJobHistory(pool, measured, jobs, { vacuum: false });
+  await fillImportJobHistory(pool, { tenantId: b.tenantId, clientId: b.clients.all!.clientId }, jobs);
+}, scaled(180_000));
+
+afterAll(async () => {
+  await tenants?.end();
+  await pool?.end();
+  await db?.drop();
+});
+
+/** The buffers (pages hit or read) of the statement listImportJobs runs, from EXPLAIN (ANALYZE, BUFFERS). */
+async function pagesOf(filter: Parameters<typeof listImportJobs>[2]): Promise<number> {
+  let pages: number | undefined;
+  await tenants.run(measured.tenantId, async (tx) => {
+    const explaining = new Proxy(tx, {
+      get(target, key) {
+        if (key !== 'query') return Reflect.get(target, key);
+        return async (text: string, values: unknown[]) => {
+          const { rows } = await target.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`, values);
+          const plan = rows[0]['QUERY PLAN'][0].Plan;
+          pages = plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
+          return { rows: [{ total: 0, id: null }] }; // what an empty page looks like, for the caller
+        };
+      },
+    }) as TenantTx;
+    await listImportJobs(explaining, measured.clientId, filter, 10_000);
+  });
+  return pages!;
+}
+
+describe('the import-job list on a table of many clients', () => {
+  it.each([
+    ['first page', { skip: 0, take: 50 }],
+    ['status filter', { status: 'Failed' as const, skip: 0, take: 50 }],
+    ['sourceSystem filter', { sourceSystem: 'erp-1', skip: 0, take: 50 }],
+    ['both filters', { status: 'Completed' as const, sourceSystem: 'erp-2', skip: 0, take: 50 }],
+    ['deepest offset page', { skip: 10_000, take: 200 }],
+  ])('%s reads the page, not the history or another client', async (_, filter) => {
+    const pages = await pagesOf(filter);
+    expect(pages).toBeGreaterThan(0);
+    expect(pages).toBeLessThanOrEqual(pagesAtMost(filter.take));
+  });
+
+  it('a page reached by the cursor reads the page', async () => {
+    const { rows } = await pool.query(
+      `SELECT id FROM import_jobs WHERE client_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1`,
+      [measured.clientId, jobs / 2],
+    );
+    expect(await pagesOf({ skip: 0, take: 50, afterId: rows[0].id })).toBeLessThanOrEqual(pagesAtMost(50));
+  });
+});
