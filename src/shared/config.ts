@@ -311,6 +311,12 @@ const retention = section('retention of what only says what happened to a reques
   ).describe(
     'finished import jobs (with their chunk ledger and route drafts) are pruned this many days after they finished; the targets they brought stay. Also the inbound idempotency window: a batch sent again with the same `Idempotency-Key` (or `externalBatchId`) after its job was pruned is a new import job (at least 1 day, so a replay within 24 h always answers the same job)',
   ),
+  deadLetterRetentionMs: env(
+    'DEAD_LETTER_RETENTION_DAYS',
+    int(90, 1, 3650).transform((days) => days * 86_400_000),
+  ).describe(
+    "operators' dead-letter replays and purges (`dead_letter_actions`) and the marks of the dead letters each handled (`dead_letters_handled`) are pruned this many days after they were made: a mark once Kafka no longer retains its dead letter (until then it keeps that replayed or purged dead letter out of lists, replays and `connect_dead_letters`, whatever its age), an action once none of its marks is left",
+  ),
   pruneIntervalMs: env('RETENTION_PRUNE_INTERVAL_MS', int(60_000, 100, 86_400_000)).describe(
     'how often a worker process prunes what is past its retention (one process at a time across all replicas, whatever kinds it hosts; bounded batches of 1,000)',
   ),

@@ -10,7 +10,10 @@ import type { WorkersState } from './ops/readiness.js';
 import { startWorkerOps } from './ops/worker-ops.js';
 import { topicsWithDeadLetters, type WorkerDeps, type WorkerKind } from './worker-kind.js';
 import { noWorkerMetrics } from './worker-metrics.js';
-import { startRetentionPruner } from './retention/pruner.js';
+import { prunedTables, startRetentionPruner, type Pruned } from './retention/pruner.js';
+
+/** How long the pruner waits for a dead-letter topic's watermarks (its marks stay when they do not come). */
+const deadLetterOffsetsTimeoutMs = 10_000;
 
 export type RunningWorkers = { stop(): Promise<void> };
 
@@ -132,7 +135,10 @@ export async function startWorkers({
     config,
     logger,
     pool,
-    onPruned: (p) => deps.metrics.pruned('import_jobs', p.importJobs),
+    deadLetterOffsets: (topic) => bus.topicOffsets(topic, deadLetterOffsetsTimeoutMs),
+    onPruned: (p) => {
+      for (const [key, table] of Object.entries(prunedTables)) deps.metrics.pruned(table, p[key as keyof Pruned]);
+    },
   });
 
   // Keeps the process alive until a signal arrives, even with no kind to host, and touches the

@@ -32,8 +32,8 @@ describe('database schema', () => {
 
   it('gives way to a lock another transaction holds, and applies once it is let go (issue 52)', async () => {
     // The last migration undone, as if this release's migrations met the previous release's traffic.
-    await client.query(`DROP INDEX import_jobs_completed_idx, route_suggestions_import_job_idx`);
-    await client.query(`DELETE FROM pgmigrations WHERE name = '0029_import_job_retention'`);
+    await client.query(`DROP INDEX import_jobs_unfinished_idx`);
+    await client.query(`DELETE FROM pgmigrations WHERE name = '0030_import_jobs_unfinished_index'`);
     const holder = new pg.Client({ connectionString: db.url });
     await holder.connect();
     const said: string[] = [];
@@ -43,7 +43,7 @@ describe('database schema', () => {
       const migrating = migrateUp(db.url, (line) => said.push(line));
       await eventually(() => (said.some((l) => l.includes('a lock was busy')) ? true : undefined), 30_000, 'a retry');
       await holder.query('COMMIT');
-      expect(await migrating).toEqual(['0029_import_job_retention']);
+      expect(await migrating).toEqual(['0030_import_jobs_unfinished_index']);
     } finally {
       await holder.end();
     }

@@ -89,7 +89,12 @@ describe('alerting rules', () => {
         consumerLag: { groups: [{ groupId: 'g', topics: ['t'] }], read: async () => [] },
         webhookQueue: async () => ({ due: 0, breakersOpen: 0 }),
         importJobsByStatus: async () => new Map(),
-        retention: { importJobRetentionSeconds: 90 * 86_400, oldestImportJobSeconds: async () => null },
+        retention: {
+          tables: [
+            { table: 'import_jobs', limitSeconds: 90 * 86_400, oldestSeconds: async () => null },
+            { table: 'dead_letter_actions', limitSeconds: 90 * 86_400, oldestSeconds: async () => null },
+          ],
+        },
         readiness: async () => ({ ready: true, state: 'running', checks: {} as never }),
       },
     );

@@ -141,23 +141,19 @@ describe('worker metrics: readings at scrape time', () => {
     for (const text of [first, second]) expect(valueOf(parseSamples(text), 'kafka_consumer_lag')).toBe(1);
   });
 
-  it('counts import jobs for every status, the due webhook deliveries and the open breakers', async () => {
+  it('counts import jobs not finished per status (the rest estimated), the due webhook deliveries and the open breakers', async () => {
     const sources: ScrapeSources = {
-      importJobsByStatus: async () =>
-        new Map([
-          ['Completed', 3],
-          ['Failed', 1],
-        ]),
+      importJobsByStatus: async () => new Map([['Processing', 3]]),
+      importJobsEstimate: async () => 1_000_000,
       webhookQueue: async () => ({ due: 12, breakersOpen: 3 }),
     };
     const s = await scrape(createWorkerRegistry({ consumers: ['inbound'], webhooks: true }, sources));
     expect(Object.fromEntries(samplesOf(s, 'import_jobs').map((x) => [x.labels.status, x.value]))).toEqual({
       Queued: 0,
-      Processing: 0,
-      Completed: 3,
-      CompletedWithErrors: 0,
-      Failed: 1,
+      Processing: 3,
     });
+    expect(valueOf(s, 'import_jobs_estimated_rows')).toBe(1_000_000);
+    expect(valueOf(s, 'worker_scrape_query_errors_total', { metric: 'import_jobs_estimated_rows' })).toBe(0);
     expect(valueOf(s, 'webhook_queue_depth')).toBe(12);
     expect(valueOf(s, 'webhook_endpoints_breaker_open')).toBe(3);
     expect(valueOf(s, 'webhook_breaker_transitions_total', { transition: 'opened' })).toBe(0);
@@ -170,12 +166,12 @@ describe('worker metrics: readings at scrape time', () => {
     const m = createWorkerRegistry(
       { consumers: ['inbound'], webhooks: true },
       {
-        importJobsByStatus: () => (down ? fail() : Promise.resolve(new Map([['Completed', 2]]))),
+        importJobsByStatus: () => (down ? fail() : Promise.resolve(new Map([['Queued', 2]]))),
         webhookQueue: () => (down ? fail() : Promise.resolve({ due: 5, breakersOpen: 0 })),
         consumerLag: { groups: [{ groupId: 'g', topics: ['t'] }], read: () => fail() },
       },
     );
-    expect(valueOf(await scrape(m), 'import_jobs', { status: 'Completed' })).toBe(2);
+    expect(valueOf(await scrape(m), 'import_jobs', { status: 'Queued' })).toBe(2);
     down = true;
     const s = await scrape(m); // does not throw
     expect(samplesOf(s, 'import_jobs')).toEqual([]);
@@ -185,5 +181,38 @@ describe('worker metrics: readings at scrape time', () => {
     expect(valueOf(s, 'worker_scrape_query_errors_total', { metric: 'webhook_queue_depth' })).toBe(1);
     expect(valueOf(s, 'kafka_consumer_lag_errors_total', { group: 'g' })).toBe(2);
     expect(valueOf(s, 'worker_messages_total', { kind: 'inbound', outcome: 'applied' })).toBe(0);
+  });
+
+  it('reports retention per table: its limit, its oldest row (0 when none), rows pruned; a failed reading leaves out that table only', async () => {
+    let down = false;
+    const m = createWorkerRegistry(
+      { consumers: [] },
+      {
+        retention: {
+          tables: [
+            { table: 'import_jobs', limitSeconds: 7_776_000, oldestSeconds: async () => 100 },
+            {
+              table: 'dead_letter_actions',
+              limitSeconds: 86_400,
+              oldestSeconds: () => (down ? Promise.reject(new Error('kafka')) : Promise.resolve(null)),
+            },
+          ],
+        },
+      },
+    );
+    m.pruned('dead_letters_handled', 5);
+    let s = await scrape(m);
+    expect(valueOf(s, 'retention_limit_seconds', { table: 'import_jobs' })).toBe(7_776_000);
+    expect(valueOf(s, 'retention_limit_seconds', { table: 'dead_letter_actions' })).toBe(86_400);
+    expect(valueOf(s, 'retention_oldest_age_seconds', { table: 'import_jobs' })).toBe(100);
+    expect(valueOf(s, 'retention_oldest_age_seconds', { table: 'dead_letter_actions' })).toBe(0);
+    for (const table of ['import_jobs', 'dead_letter_actions'])
+      expect(valueOf(s, 'retention_pruned_total', { table })).toBe(0);
+    expect(valueOf(s, 'retention_pruned_total', { table: 'dead_letters_handled' })).toBe(5);
+    down = true;
+    s = await scrape(m);
+    expect(valueOf(s, 'retention_oldest_age_seconds', { table: 'import_jobs' })).toBe(100);
+    expect(samplesOf(s, 'retention_oldest_age_seconds', { table: 'dead_letter_actions' })).toEqual([]);
+    expect(valueOf(s, 'worker_scrape_query_errors_total', { metric: 'retention_oldest_age_seconds' })).toBe(1);
   });
 });

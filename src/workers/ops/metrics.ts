@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { importJobStatuses } from '../../shared/inbound/import-job.js';
 import { registerDependencyGauge } from '../../shared/dependency-gauge.js';
 import type { PartitionLag } from '../../shared/kafka/bus.js';
+import { prunedTables } from '../retention/pruner.js';
 import type { Readiness } from './readiness.js';
 import type { WebhookQueue } from './scrape-queries.js';
 import {
@@ -25,18 +26,30 @@ export type ScrapeSources = {
   };
   /** Deliveries due now that a dispatcher would claim; endpoints whose breaker is open. */
   webhookQueue?: () => Promise<WebhookQueue>;
-  /** Import jobs per status (statuses not listed count 0). */
+  /**
+   * Import jobs not finished yet per status (Queued, Processing; one not listed counts 0), and
+   * PostgreSQL's estimate of all import jobs kept (pg_class.reltuples, null before the first
+   * ANALYZE): both cheap on a table of a year's jobs.
+   */
   importJobsByStatus?: () => Promise<Map<string, number>>;
+  importJobsEstimate?: () => Promise<number | null>;
   /** Dead letters of each of these dead-letter topics not yet replayed or purged. */
   deadLetters?: { topics: string[]; read(topics: string[]): Promise<Map<string, number>> };
-  /** The oldest finished import job kept, against its retention (every process: each may be the pruner). */
-  retention?: { importJobRetentionSeconds: number; oldestImportJobSeconds: () => Promise<number | null> };
+  /**
+   * Per table retention prunes: how long it keeps rows, and the age of its oldest row the pruner
+   * would take (null: none), e.g. import_jobs since it finished (every process: each may be the pruner).
+   */
+  retention?: { tables: RetainedTable[] };
   /** What /readyz answers (worker_ready, connect_dependency_up). */
   readiness?: () => Promise<Readiness>;
 };
 
+export type RetainedTable = { table: string; limitSeconds: number; oldestSeconds: () => Promise<number | null> };
+
 export type WorkerRegistry = WorkerMetrics & { registry: Registry };
 
+const prunedTableNames = Object.values(prunedTables);
+const unfinishedImportJobStatuses = importJobStatuses.filter((s) => s === 'Queued' || s === 'Processing');
 const messageOutcomes: MessageOutcome[] = ['applied', 'failed_attempt', 'dead_lettered'];
 const webhookOutcomes: WebhookOutcome[] = ['succeeded', 'retry_scheduled', 'gave_up', 'lease_lost'];
 const breakerTransitions: BreakerTransition[] = ['opened', 'closed'];
@@ -82,11 +95,11 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
   });
   const pruned = new Counter({
     name: 'retention_pruned_total',
-    help: 'Rows the retention pruner deleted, by table (import_jobs: with their chunk ledger and route drafts); one worker process prunes at a time',
+    help: 'Rows the retention pruner deleted, by table (import_jobs: with their chunk ledger and route drafts; dead_letter_actions; dead_letters_handled); one worker process prunes at a time',
     labelNames: ['table'] as const,
     registers: [registry],
   });
-  pruned.inc({ table: 'import_jobs' }, 0);
+  for (const table of prunedTableNames) pruned.inc({ table }, 0);
   // Every series from the start, so rate() and alerts see a 0 before the first event.
   for (const kind of hosted.consumers) for (const outcome of messageOutcomes) messages.inc({ kind, outcome }, 0);
   if (hosted.webhooks) {
@@ -174,18 +187,36 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
   if (jobsSource) {
     const jobs: Gauge<'status'> = new Gauge({
       name: 'import_jobs',
-      help: 'Import jobs by status, counted at scrape time',
+      help: 'Import jobs not finished yet by status (Queued, Processing), counted at scrape time by a partial index; finished ones are in import_jobs_estimated_rows',
       labelNames: ['status'] as const,
       registers: [registry],
       collect: () =>
         reading(
           jobsSource().then(
             (counts) => {
-              for (const status of importJobStatuses) jobs.set({ status }, counts.get(status) ?? 0);
+              for (const status of unfinishedImportJobStatuses) jobs.set({ status }, counts.get(status) ?? 0);
             },
             () => {
               jobs.reset();
               queryErrors.inc({ metric: 'import_jobs' });
+            },
+          ),
+        ),
+    });
+  }
+  const estimateSource = sources.importJobsEstimate;
+  if (estimateSource) {
+    const estimate: Gauge = new Gauge({
+      name: 'import_jobs_estimated_rows',
+      help: "Import jobs kept, all statuses: PostgreSQL's estimate (pg_class.reltuples, as of the last VACUUM or ANALYZE; NaN before the first or when the reading failed)",
+      registers: [registry],
+      collect: () =>
+        reading(
+          estimateSource().then(
+            (n) => estimate.set(n ?? Number.NaN),
+            () => {
+              estimate.set(Number.NaN);
+              queryErrors.inc({ metric: 'import_jobs_estimated_rows' });
             },
           ),
         ),
@@ -217,26 +248,31 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
 
   const retentionSource = sources.retention;
   if (retentionSource) {
-    new Gauge({
+    const limit = new Gauge({
       name: 'retention_limit_seconds',
-      help: 'How long what is pruned is kept, by table (IMPORT_JOB_RETENTION_DAYS for import_jobs)',
+      help: 'How long what is pruned is kept, by table (IMPORT_JOB_RETENTION_DAYS for import_jobs, DEAD_LETTER_RETENTION_DAYS for dead_letter_actions)',
       labelNames: ['table'] as const,
       registers: [registry],
-    }).set({ table: 'import_jobs' }, retentionSource.importJobRetentionSeconds);
+    });
+    for (const t of retentionSource.tables) limit.set({ table: t.table }, t.limitSeconds);
     const oldest: Gauge<'table'> = new Gauge({
       name: 'retention_oldest_age_seconds',
-      help: 'Age of the oldest row kept that retention prunes, by table (import_jobs: since it finished; 0 when none), read at scrape time',
+      help: 'Age of the oldest row kept that retention prunes, by table (import_jobs: since it finished; dead_letter_actions: since it was made, of those that hold no dead letter Kafka still retains; 0 when none), read at scrape time',
       labelNames: ['table'] as const,
       registers: [registry],
       collect: () =>
         reading(
-          retentionSource.oldestImportJobSeconds().then(
-            (seconds) => oldest.set({ table: 'import_jobs' }, seconds ?? 0),
-            () => {
-              oldest.reset();
-              queryErrors.inc({ metric: 'retention_oldest_age_seconds' });
-            },
-          ),
+          Promise.all(
+            retentionSource.tables.map((t) =>
+              t.oldestSeconds().then(
+                (seconds) => oldest.set({ table: t.table }, seconds ?? 0),
+                () => {
+                  oldest.remove({ table: t.table });
+                  queryErrors.inc({ metric: 'retention_oldest_age_seconds' });
+                },
+              ),
+            ),
+          ).then(() => undefined),
         ),
     });
   }
@@ -274,6 +310,7 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
   });
   if (queueSource) queryErrors.inc({ metric: 'webhook_queue_depth' }, 0);
   if (jobsSource) queryErrors.inc({ metric: 'import_jobs' }, 0);
+  if (estimateSource) queryErrors.inc({ metric: 'import_jobs_estimated_rows' }, 0);
   if (deadLetterSource) queryErrors.inc({ metric: 'connect_dead_letters' }, 0);
   if (retentionSource) queryErrors.inc({ metric: 'retention_oldest_age_seconds' }, 0);
 

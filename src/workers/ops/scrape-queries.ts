@@ -6,6 +6,7 @@ import { checkWritable } from '../../shared/db/writable.js';
 import type { PartitionOffsets } from '../../shared/kafka/bus.js';
 import type { Logger } from '../../shared/logger.js';
 import { withTimeout } from '../../shared/timeout.js';
+import { oldestReleasedDeadLetterActionSeconds, type DeadLetterOffsets } from '../retention/dead-letters.js';
 
 /**
  * Due deliveries (Pending whose time has come, or Delivering whose lease expired) of Active
@@ -19,7 +20,16 @@ export const countWebhookQueue = `
              AND ep.status = 'Active' AND ep.breaker_opened_at IS NULL) AS due,
          (SELECT count(*) FROM webhook_endpoints WHERE status = 'Active' AND breaker_opened_at IS NOT NULL) AS breakers_open`;
 
-export const countImportJobsByStatus = `SELECT status, count(*) AS jobs FROM import_jobs GROUP BY status`;
+/**
+ * Import jobs not finished yet, per status: read from import_jobs_unfinished_idx (migration 0030),
+ * which holds only those, so a year of finished jobs costs a scrape nothing.
+ */
+export const countImportJobsByStatus = `
+  SELECT status, count(*) AS jobs FROM import_jobs WHERE status IN ('Queued', 'Processing') GROUP BY status`;
+
+/** PostgreSQL's estimate of the rows of import_jobs (-1, before its first VACUUM or ANALYZE: null). */
+export const estimateImportJobs = `
+  SELECT CASE WHEN reltuples < 0 THEN NULL ELSE reltuples::float8 END AS n FROM pg_class WHERE oid = 'import_jobs'::regclass`;
 
 /** How long ago the oldest finished import job kept finished (by import_jobs_completed_idx: one index read). */
 export const oldestFinishedImportJob = `
@@ -32,9 +42,13 @@ export type ScrapeQueries = {
   /** Resolves when PostgreSQL answers and accepts writes (checkWritable: read-only is a failure). */
   ping(): Promise<void>;
   webhookQueue(): Promise<WebhookQueue>;
+  /** Import jobs Queued and Processing (finished ones are not counted). */
   importJobsByStatus(): Promise<Map<string, number>>;
+  importJobsEstimate(): Promise<number | null>;
   /** Seconds since the oldest finished import job kept finished (null: none kept). */
   oldestFinishedImportJobSeconds(): Promise<number | null>;
+  /** Seconds since the oldest dead-letter action that holds no dead letter Kafka retains was made (null: none). */
+  oldestReleasedDeadLetterActionSeconds(offsets: DeadLetterOffsets): Promise<number | null>;
   /** Dead letters of each topic not replayed or purged, given their watermarks (shared/dead-letters/depth.ts). */
   deadLetterDepths(offsets: Map<string, PartitionOffsets[]>): Promise<Map<string, number>>;
   close(): Promise<void>;
@@ -63,6 +77,13 @@ export function createScrapeQueries(databaseUrl: string, timeoutMs: number, logg
     importJobsByStatus: () =>
       query<{ status: string; jobs: string }>(countImportJobsByStatus, 'import jobs by status').then(
         (rows) => new Map(rows.map((r) => [r.status, Number(r.jobs)])),
+      ),
+    importJobsEstimate: () =>
+      query<{ n: number | null }>(estimateImportJobs, 'import jobs estimate').then(([r]) => r?.n ?? null),
+    oldestReleasedDeadLetterActionSeconds: (offsets) =>
+      oldestReleasedDeadLetterActionSeconds(
+        (sql, values) => withTimeout(pool.query(sql, values), timeoutMs, 'oldest dead-letter action'),
+        offsets,
       ),
     oldestFinishedImportJobSeconds: () =>
       query<{ age: number | null }>(oldestFinishedImportJob, 'oldest finished import job').then(

@@ -50,6 +50,7 @@ export async function startWorkerOps({
       // Counted where the work is hosted only, so N processes of other kinds do not run the same count.
       webhookQueue: webhooks ? queries.webhookQueue : undefined,
       importJobsByStatus: consumers.some((c) => c.kind === 'inbound') ? queries.importJobsByStatus : undefined,
+      importJobsEstimate: consumers.some((c) => c.kind === 'inbound') ? queries.importJobsEstimate : undefined,
       deadLetters:
         consumers.length > 0
           ? {
@@ -63,8 +64,19 @@ export async function startWorkerOps({
             }
           : undefined,
       retention: {
-        importJobRetentionSeconds: config.retention.importJobRetentionMs / 1000,
-        oldestImportJobSeconds: queries.oldestFinishedImportJobSeconds,
+        tables: [
+          {
+            table: 'import_jobs',
+            limitSeconds: config.retention.importJobRetentionMs / 1000,
+            oldestSeconds: queries.oldestFinishedImportJobSeconds,
+          },
+          {
+            table: 'dead_letter_actions',
+            limitSeconds: config.retention.deadLetterRetentionMs / 1000,
+            oldestSeconds: () =>
+              queries.oldestReleasedDeadLetterActionSeconds((topic) => bus.topicOffsets(topic, timeoutMs)),
+          },
+        ],
       },
       readiness,
     },
