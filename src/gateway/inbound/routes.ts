@@ -14,7 +14,9 @@ const idempotencyDescription =
   'serves when the header is absent). The same key with the same body (byte for byte) answers 200 with the same ' +
   'import job (idempotentReplay=true, current status) and queues nothing again; the same key with a different ' +
   'body, even the same JSON written differently, is a 409. ' +
-  'Keys are kept as long as the import job.';
+  'Keys are kept as long as the import job: until IMPORT_JOB_RETENTION_DAYS (90 by default, at least 1) after it ' +
+  'finished, when it is pruned (never while it is Queued or Processing). After that its id answers 404 and the ' +
+  'same key is a new import job (idempotentReplay=false), whatever the body.';
 
 function idempotencyKey(header: string, externalBatchId: string | null): string | null {
   const key = idempotencyKeyOf(header);
