@@ -35,8 +35,9 @@ import { adminCli, count, MixedLoad, ok, type Try } from './mixed-load.js';
 // test/support/previous-release.ts) runs as two gateways and one process per worker kind (the
 // webhook dispatcher among them) on a database migrated by that release; the working tree's
 // migrations run under the load; then each process is replaced by the working tree's, one at a
-// time, with the stack's normal stop (SIGTERM, exit 0 within the grace) and its readiness
-// (/readyz 200) before the next; then each is replaced by the previous release's again (a roll
+// time, as its Deployment rolls it (a gateway stops, then its replacement starts; a worker's
+// replacement starts first, deploy/k8s/workers.yaml's maxSurge 1), with the stack's normal stop
+// (SIGTERM, exit 0 within the grace) and readiness (/readyz 200) before the next; then each is replaced by the previous release's again (a roll
 // back: the new migrations are expand-only, so the previous release runs on the new schema).
 // Checked at the end as the failover test checks: every acknowledged write there exactly once
 // and done, stock exact, appointments validated once, nothing dead-lettered, every webhook event
@@ -258,32 +259,56 @@ describe.skipIf(!!unavailable)(`rolling upgrade from ${lastRelease().version} to
       const newMigrations = /applied ([^"]*)/.exec(migrated.output)?.[1] ?? '(none)';
 
       const restarts: Restart[] = [];
-      /** Replaces a process: SIGTERM, its exit, the other tree's, its readiness, its work resumed. */
+      /** The fleet member now running each worker kind (a replacement is a new member: surge first). */
+      const memberOf = new Map<string, string>(kinds.map((k) => [k, k]));
+      const readyzOk = async (member: string) => {
+        const url = fleet.readyzUrl(member);
+        if (!url) return false;
+        const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+        await res.arrayBuffer();
+        return res.status === 200;
+      };
+      const stop = async (member: string) => {
+        const exit = await Promise.race([fleet.kill(member, 'SIGTERM'), sleep(scaled(60_000)).then(() => null)]);
+        if (!exit) await fleet.kill(member, 'SIGKILL');
+        return !exit;
+      };
+      /**
+       * Replaces a process as its Deployment rolls it. A gateway: out of the rotation, the preStop
+       * pause, SIGTERM, its exit, the other tree's, its readiness. A worker: surge first
+       * (deploy/k8s/workers.yaml: maxSurge 1, maxUnavailable 0), the other tree's process starts
+       * and is ready beside it, then SIGTERM and its exit. Then its work resumed.
+       */
       async function replace(name: string, direction: Restart['direction'], root: string | undefined) {
         const stopAt = Date.now();
+        let termAt: number, exitedAt: number, startedAt: number, termHung: boolean, member: string;
+        let readyAt: number | null;
         if (gateways.includes(name)) {
           // As deployed: the endpoints drop the pod, its preStop pause lets that spread, then SIGTERM.
           fleet.leaveRotation(name);
           await sleep(preStopMs);
+          termAt = Date.now();
+          termHung = await stop(name);
+          exitedAt = Date.now();
+          await fleet.restart(name, { root });
+          startedAt = Date.now();
+          readyAt = (await waitFor(() => readyzOk(name), 120_000)) ? Date.now() : null;
+          member = name;
+        } else {
+          const old = memberOf.get(name)!;
+          member = `${name}-${direction}`;
+          await fleet.workers(member, name, {}, { root });
+          startedAt = Date.now();
+          readyAt = (await waitFor(() => readyzOk(member), 120_000)) ? Date.now() : null;
+          termAt = Date.now();
+          termHung = await stop(old);
+          exitedAt = Date.now();
+          memberOf.set(name, member);
         }
-        const termAt = Date.now();
-        const exit = await Promise.race([fleet.kill(name, 'SIGTERM'), sleep(scaled(60_000)).then(() => null)]);
-        if (!exit) await fleet.kill(name, 'SIGKILL');
-        const exitedAt = Date.now();
-        await fleet.restart(name, { root });
-        const startedAt = Date.now();
-        const readyOk = await waitFor(async () => {
-          const url = fleet.readyzUrl(name);
-          if (!url) return false;
-          const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
-          await res.arrayBuffer();
-          return res.status === 200;
-        }, 120_000);
-        const readyAt = readyOk ? Date.now() : null;
-        const version = await fetch(fleet.readyzUrl(name)?.replace(/\/readyz$/, '/livez') ?? 'http://127.0.0.1:1')
+        const version = await fetch(fleet.readyzUrl(member)?.replace(/\/readyz$/, '/livez') ?? 'http://127.0.0.1:1')
           .then(async (res) => ((await res.json()) as { version?: string }).version ?? null)
           .catch(() => null);
-        const since = readyAt ?? startedAt;
+        const since = Math.max(readyAt ?? startedAt, exitedAt);
         const resumed = gateways.includes(name)
           ? await load.waitForAcks(5, since, 60_000)
           : await waitFor(async () => (await applied(s, clientId, since))[name as Kind].length > 0, 60_000);
@@ -293,7 +318,7 @@ describe.skipIf(!!unavailable)(`rolling upgrade from ${lastRelease().version} to
           stopAt,
           termAt,
           exitedAt,
-          termHung: !exit,
+          termHung,
           startedAt,
           readyAt,
           resumed,
@@ -376,8 +401,9 @@ describe.skipIf(!!unavailable)(`rolling upgrade from ${lastRelease().version} to
       const wrong = failed.filter((a) => !(a.outcome === 503 && a.retryAfter));
 
       // Figures: per restart, the longest pause of the restarted kind's applied work and of
-      // acknowledged writes (the harness's and the mixed load's) from its stop (a gateway: out of the
-      // rotation, 5 s before SIGTERM) to its replacement's readiness.
+      // acknowledged writes (the harness's and the mixed load's) from the step's start (a gateway: out
+      // of the rotation, 5 s before SIGTERM; a worker: its replacement launched) to the later of the
+      // replacement's readiness and the old process's exit.
       const stamps = await applied(s, clientId, t0);
       const writeAcks = [
         ...load.writes.flatMap((w) => w.attempts),
@@ -387,7 +413,7 @@ describe.skipIf(!!unavailable)(`rolling upgrade from ${lastRelease().version} to
         .map((a) => a.end)
         .sort((a, b) => a - b);
       const perRestart = restarts.map((r) => {
-        const to = r.readyAt ?? r.startedAt;
+        const to = Math.max(r.readyAt ?? r.startedAt, r.exitedAt);
         const kind = gateways.includes(r.name) ? null : (r.name as Kind);
         return {
           ...r,
@@ -415,8 +441,8 @@ describe.skipIf(!!unavailable)(`rolling upgrade from ${lastRelease().version} to
         [
           `faults[rolling-upgrade]: ${previous.version} (${previous.commit.slice(0, 7)}, node_modules ${previous.dependencies}) -> working tree and back, ` +
             `${restarts.length} restarts in ${seconds(Date.now() - warmAt)} s; longest pause (s) per restart, the restarted kind's applied work / acknowledged writes, ` +
-            `from its stop (a worker's SIGTERM; a gateway out of the rotation, SIGTERM ${seconds(preStopMs)} s later) to its replacement's readiness ` +
-            `(exit: SIGTERM to exit; ready: stop to /readyz 200):`,
+            `from the step's start (a worker: its replacement launched, SIGTERM once that is ready; a gateway out of the rotation, SIGTERM ${seconds(preStopMs)} s later) ` +
+            `to the later of the replacement's readiness and the old one's exit (exit: SIGTERM to exit; ready: step's start to /readyz 200):`,
           `  up: ${worst('up')}`,
           `  down: ${worst('down')}`,
           `  longest per kind over all restarts: ${byKind.join(', ')}; acknowledged writes ${seconds(maxWrites)} (goal 5 s) | ` +
