@@ -15,7 +15,8 @@
 //    (quiet), then beside the measured client's 40 connections of the deepest reads it may send,
 //    with the tenant shares as configured and again with them off (DATABASE_TENANT_SHARE_PERCENT
 //    100, first come first served, as before issue 49). Rate limits are raised so only the
-//    database decides. Prints figures and ratios; asserts nothing.
+//    database decides; then once more with the shares and the measured client at its default rate
+//    limit (the issue's case: reads inside the rate limit). Prints figures and ratios; asserts nothing.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -259,6 +260,16 @@ async function run() {
     const unshared = await fairness(firstCome.base, noisy.clients.all!.apiKey, victim.clients.all!.apiKey, deepCursor);
     await firstCome.child.stop();
 
+    // The issue's case: the noisy client inside its own rate limit (the default), shares as configured.
+    await pool.query('UPDATE integration_clients SET rate_limit_per_minute = NULL WHERE id = $1', [
+      noisyClient.clientId,
+    ]);
+    const rateLimited = await startGateway(env, 'gateway-rate-limited');
+    gateways.push(rateLimited.child);
+    log('fairness with tenant shares, the noisy client at its default rate limit');
+    const limited = await fairness(rateLimited.base, noisy.clients.all!.apiKey, victim.clients.all!.apiKey, deepCursor);
+    await rateLimited.child.stop();
+
     const lines = [
       `bench:reads (${opts.jobs} import jobs of one client, ${opts.otherTenants * opts.otherJobs} of ${opts.otherTenants} other tenants, ${opts.newerJobs} newer ones of another; filled in ${round(fillMs / 1000)} s; import_jobs ${sizes.table} + ${sizes.indexes} indexes)`,
       'GET /api/v1/import-jobs of the client with the history, one request at a time (aim: p99 ≤ 50 ms):',
@@ -270,6 +281,7 @@ async function run() {
         [
           ['with tenant shares', shared],
           ['without (first come, first served)', unshared],
+          ['shares, noisy at its rate limit', limited],
         ] as const
       ).map(
         ([name, f]) =>
@@ -288,7 +300,7 @@ async function run() {
       importJobsSize: sizes,
       lists,
       listBefore: before,
-      fairness: { withShares: shared, withoutShares: unshared },
+      fairness: { withShares: shared, withoutShares: unshared, atDefaultRateLimit: limited },
     };
     const dir = join(repoRoot, 'bench/results');
     mkdirSync(dir, { recursive: true });

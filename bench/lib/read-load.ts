@@ -2,6 +2,7 @@
 // process of its own, so parsing its answers never shares the measured client's event loop.
 // Env: BASE (the gateway), API_KEY, PATHS (JSON list, taken in turn), CONNECTIONS, SECONDS.
 // Prints "started", then, when the time is up, one result line: statuses, latencies, requests/s.
+// A lane answered 429 or 503 waits its Retry-After, as a client following the API guide does.
 import { percentiles, resultPrefix, round } from './stats.js';
 
 const base = process.env.BASE!;
@@ -21,6 +22,9 @@ await Promise.all(
       await res.arrayBuffer();
       ms.push(performance.now() - started);
       statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+      const retryAfter = Number(res.headers.get('retry-after'));
+      if ((res.status === 429 || res.status === 503) && retryAfter > 0)
+        await new Promise((r) => setTimeout(r, Math.min(retryAfter * 1000, until - Date.now())));
     }
   }),
 );
