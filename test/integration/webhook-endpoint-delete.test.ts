@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createTenantPool, type TenantPool } from '../../src/shared/db/tenant-scope.js';
 import { createEndpoint, deleteEndpoint } from '../../src/shared/webhooks/endpoints.js';
-import { endpointSucceeded, insertAttempt, markSucceeded } from '../../src/workers/webhooks/sql.js';
+import {
+  insertAttempts,
+  lockEndpointsHealth,
+  settleDeliveries,
+  updateEndpointsHealth,
+} from '../../src/workers/webhooks/sql.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
@@ -57,21 +62,23 @@ describe('deleting a webhook endpoint', () => {
 
     const recorder = await pool.connect();
     try {
-      // What the dispatcher's record() does, in its order, stopped before the endpoint's update.
+      // What the dispatcher's recordOutcomes() does, in its order, stopped before the endpoint's update.
       await recorder.query('BEGIN');
-      await recorder.query(insertAttempt, [
-        rows[0].id,
-        eventId,
-        endpoint.endpointId,
-        1,
-        'Succeeded',
-        200,
-        12,
-        null,
-        null,
-        new Date().toISOString(),
+      await recorder.query(insertAttempts, [
+        [rows[0].id],
+        [eventId],
+        [endpoint.endpointId],
+        [1],
+        ['Succeeded'],
+        [200],
+        [12],
+        [null],
+        [null],
+        [new Date().toISOString()],
       ]);
-      expect((await recorder.query(markSucceeded, [rows[0].id, leaseToken])).rowCount).toBe(1);
+      expect(
+        (await recorder.query(settleDeliveries, [[rows[0].id], [leaseToken], [true], [null], [null]])).rowCount,
+      ).toBe(1);
       const deleting = remove();
       // The delete waits for the recorder (it holds the delivery through its attempt's key).
       await eventually(
@@ -84,7 +91,19 @@ describe('deleting a webhook endpoint', () => {
         30_000,
         'the delete waiting for the recorder',
       );
-      await recorder.query(endpointSucceeded, [endpoint.endpointId, 10]);
+      expect((await recorder.query(lockEndpointsHealth, [[endpoint.endpointId]])).rowCount).toBe(1);
+      await recorder.query(updateEndpointsHealth, [
+        [endpoint.endpointId],
+        [0],
+        ['0'],
+        [1],
+        [0],
+        [1],
+        [-1],
+        [true],
+        [false],
+        [false],
+      ]);
       await recorder.query('COMMIT');
       expect(await deleting).toBe(true);
     } finally {

@@ -191,8 +191,10 @@ export async function deleteDeliveries(tx: Tx, column: 'endpoint_id' | 'event_id
   await tx.query(`DELETE FROM webhook_deliveries WHERE ${column} = ANY($1)`, [ids]);
 }
 
+// In id order, as the dispatcher locks the deliveries whose outcomes it records together
+// (workers/webhooks/sql.ts): two writers of several of the same deliveries never deadlock.
 const lockDeliveries = (tx: Tx, column: 'endpoint_id' | 'event_id', ids: string[]) =>
-  tx.query(`SELECT 1 FROM webhook_deliveries WHERE ${column} = ANY($1) FOR UPDATE`, [ids]);
+  tx.query(`SELECT 1 FROM webhook_deliveries WHERE ${column} = ANY($1) ORDER BY id FOR UPDATE`, [ids]);
 
 /**
  * Deletes the endpoint with its deliveries and their attempts (its events stay: other endpoints

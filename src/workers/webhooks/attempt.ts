@@ -7,15 +7,21 @@ import { serviceVersion } from '../../shared/version.js';
 import { signWebhook } from '../../shared/webhooks/signing.js';
 import { leaseKeeper } from './lease.js';
 import { postWebhook, type AttemptResult, type WebhookAgents } from './post.js';
-import { recordOutcome, type Claimed, type Recorded, type RecordSettings } from './record.js';
-import { beginAttempt } from './sql.js';
+import type { Claimed, Outcome, Recorded } from './record.js';
+
+/** A begun attempt's counts (beginAttempts), or null when the lease is not this dispatcher's any more. */
+export type Begun = Pick<Claimed, 'attempt_count' | 'round_attempts'> | null;
 
 export type AttemptDeps = {
+  /** Whose options the lease keeper's connection takes (lease.ts). */
   pool: Pool;
+  /** Begins the attempt (sql.ts beginAttempts), batched with others' beginnings (dispatcher.ts). */
+  begin: (d: Claimed) => Promise<Begun>;
+  /** Records the outcome (record.ts), batched with others' outcomes (dispatcher.ts). */
+  record: (outcome: Outcome) => Promise<Recorded>;
   webhooks: Pick<Config['webhooks'], 'timeoutMs' | 'allowPrivateTargets'>;
   leaseMs: number;
   agents: WebhookAgents;
-  settings: RecordSettings;
   log: Logger;
   /** The dispatcher stopping: an outcome still waiting for PostgreSQL is given up (its lease expires). */
   stopped: AbortSignal;
@@ -38,13 +44,9 @@ export async function attemptDelivery(d: Claimed, deps: AttemptDeps): Promise<Ma
   try {
     // The lease began at the claim; restart it now so it covers the attempt and not whatever
     // delayed us since (a starved process, a slow answer). Not ours any more: send nothing.
-    let begun;
+    let begun: Begun;
     try {
-      begun = await pool.query<Pick<Claimed, 'attempt_count' | 'round_attempts'>>(beginAttempt, [
-        d.id,
-        d.lease_token,
-        deps.leaseMs,
-      ]);
+      begun = await deps.begin(d);
     } catch (err) {
       log.warn(
         { err, ...context },
@@ -52,11 +54,11 @@ export async function attemptDelivery(d: Claimed, deps: AttemptDeps): Promise<Ma
       );
       return null;
     }
-    if (begun.rowCount === 0) {
+    if (!begun) {
       log.warn(context, 'webhook lease lost before the attempt began: not sent (another dispatcher has it)');
       return null;
     }
-    const delivery: Claimed = { ...d, ...begun.rows[0]! };
+    const delivery: Claimed = { ...d, ...begun };
     const startedAt = new Date();
     const secrets = d.previous_secret ? [d.secret, d.previous_secret] : [d.secret];
     const headers = {
@@ -71,19 +73,15 @@ export async function attemptDelivery(d: Claimed, deps: AttemptDeps): Promise<Ma
     // The POST was made: once its record lands (lease token still ours) nothing is sent again, so
     // it is retried while PostgreSQL is unreachable, the lease renewed meanwhile. Stopping
     // meanwhile leaves the lease to expire (the delivery is sent again: at least once).
-    const recorded = await retrying(
-      schedules.dependencyWait,
-      () => recordOutcome(pool, deps.settings, delivery, startedAt, result),
-      {
-        retriable: isPostgresUnavailable,
-        signal: deps.stopped,
-        onRetry: (err, failures, retryInMs) =>
-          log.warn(
-            { err, ...context, outcome: result.outcome, failures, retryInMs },
-            'webhook attempt made but not recorded yet (PostgreSQL unavailable); retrying',
-          ),
-      },
-    );
+    const recorded = await retrying(schedules.dependencyWait, () => deps.record({ delivery, startedAt, result }), {
+      retriable: isPostgresUnavailable,
+      signal: deps.stopped,
+      onRetry: (err, failures, retryInMs) =>
+        log.warn(
+          { err, ...context, outcome: result.outcome, failures, retryInMs },
+          'webhook attempt made but not recorded yet (PostgreSQL unavailable); retrying',
+        ),
+    });
     return { delivery, result, recorded };
   } finally {
     lease.release(d.id);

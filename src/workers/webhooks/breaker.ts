@@ -59,3 +59,77 @@ function rateExceeded(h: EndpointHealth, rate: BreakerSettings['rate']): boolean
   const { attempts, failed } = recentFailures(h, rate.window);
   return attempts >= rate.window && failed * 100 >= rate.percent * attempts;
 }
+
+/** What one outcome did to the breaker: a success closed it (it was open), a failure opened it. */
+export type OutcomeEffect = { closed: boolean; opened: (AfterFailure & { opens: true }) | null };
+
+/** An endpoint's health after a run of outcomes, as updateEndpointsHealth (sql.ts) writes it. */
+export type HealthAfter = {
+  failures: number;
+  mask: string;
+  attempts: number;
+  trips: number;
+  /** breaker_opened_at: 0 kept, 1 cleared, 2 now, 3 now unless already set. */
+  opened: 0 | 1 | 2 | 3;
+  /** breaker_probe_at: null kept, -1 cleared, else now + this many ms. */
+  probeMs: number | null;
+  succeeded: boolean;
+  failed: boolean;
+  failedLast: boolean;
+};
+
+/**
+ * The outcomes of an endpoint's attempts recorded together (in the order they finished; true =
+ * failed), applied one after another as separate recordings would apply them: each success
+ * resets the failures and closes the breaker (when it was open, the window starts afresh), each
+ * failure counts and may open it (afterFailure, on the health as the outcomes before it left it).
+ */
+export function afterOutcomes(
+  before: EndpointHealth,
+  failedInOrder: boolean[],
+  settings: BreakerSettings,
+): { effects: OutcomeEffect[]; after: HealthAfter } {
+  const window = settings.rate.window;
+  const keep = (1n << BigInt(window)) - 1n;
+  const h = { ...before };
+  // breaker_opened_at against its value before: kept, cleared, now, or coalesce(it, now)
+  let opened: HealthAfter['opened'] = 0;
+  let probeMs: number | null = null;
+  const effects: OutcomeEffect[] = [];
+  for (const failed of failedInOrder) {
+    const mask = BigInt(h.recent_failures_mask);
+    if (!failed) {
+      effects.push({ closed: h.open, opened: null });
+      h.recent_failures_mask = (h.open ? 0n : (mask << 1n) & keep).toString();
+      h.recent_attempts = h.open ? 0 : Math.min(h.recent_attempts + 1, window);
+      Object.assign(h, { consecutive_failures: 0, breaker_trips: 0, open: false, probe_due: null });
+      opened = 1;
+      probeMs = -1;
+      continue;
+    }
+    const next = afterFailure(h, settings);
+    effects.push({ closed: false, opened: next.opens ? next : null });
+    h.consecutive_failures++;
+    h.recent_failures_mask = (((mask << 1n) | 1n) & keep).toString();
+    h.recent_attempts = Math.min(h.recent_attempts + 1, window);
+    if (next.opens) {
+      opened = opened === 0 ? 3 : opened === 1 ? 2 : opened;
+      probeMs = next.waitMs;
+      Object.assign(h, { open: true, probe_due: false, breaker_trips: next.trips });
+    }
+  }
+  return {
+    effects,
+    after: {
+      failures: h.consecutive_failures,
+      mask: h.recent_failures_mask,
+      attempts: h.recent_attempts,
+      trips: h.breaker_trips,
+      opened,
+      probeMs,
+      succeeded: failedInOrder.includes(false),
+      failed: failedInOrder.includes(true),
+      failedLast: failedInOrder.at(-1) === true,
+    },
+  };
+}

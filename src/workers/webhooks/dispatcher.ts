@@ -5,12 +5,13 @@ import type { Logger } from '../../shared/logger.js';
 import { backoffMs, pause, schedules } from '../../shared/retry.js';
 import type { PollingWorker } from '../start-workers.js';
 import { noWorkerMetrics, type WorkerMetrics } from '../worker-metrics.js';
-import { attemptDelivery } from './attempt.js';
+import { attemptDelivery, type AttemptDeps, type Begun } from './attempt.js';
+import { Batcher } from './batch.js';
 import { DispatcherSlots, unknownCostMs } from './dispatcher-slots.js';
 import { createWebhookAgents, type AttemptResult } from './post.js';
 import { startEventPruner } from './prune.js';
-import type { Claimed, Recorded, RecordSettings } from './record.js';
-import { claimDeliveries, claimLockId } from './sql.js';
+import { recordOutcomes, type Claimed, type Outcome, type Recorded, type RecordSettings } from './record.js';
+import { beginAttempts, claimDeliveries, claimLockId } from './sql.js';
 import { listenForDueDeliveries } from './wake.js';
 
 export type DispatcherDeps = {
@@ -21,6 +22,9 @@ export type DispatcherDeps = {
   /** Where to LISTEN for deliveries coming due (wake.ts); without it the dispatcher only polls. */
   databaseUrl?: string;
 };
+
+/** Outcomes recorded in one transaction at most (record.ts). */
+const recordBatchMax = 128;
 
 /** How long a lease lasts from the attempt's start: its timeout plus time to record its outcome. */
 export const leaseMs = (webhooks: Pick<Config['webhooks'], 'timeoutMs'>) => webhooks.timeoutMs + 5000;
@@ -74,12 +78,17 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   // pool's, the lease keeper's way): they never queue behind the pool's checkouts for the
   // attempts to other endpoints, hundreds at once when many hanging requests time out together.
   // So a delivery to an endpoint that answers is claimed, begun and recorded as soon as it can be.
-  const ownPool = (max: number, what: string) => {
+  const ownPool = (max: number, what: string, settings = '') => {
     const failed = (err: Error) => log.warn({ err: { message: err.message } }, `webhook ${what} connection failed`);
-    const own = new pg.Pool({ ...pool.options, max }).on('error', failed); // an idle connection's
+    const options = [pool.options.options, settings].filter(Boolean).join(' ') || undefined;
+    const own = new pg.Pool({ ...pool.options, max, options }).on('error', failed); // an idle connection's
     return own.on('connect', (client) => client.on('error', failed)); // a checked-out one's
   };
-  const claimPool = ownPool(1, 'claim');
+  // A claim's commit does not wait for its WAL to reach the disk (it is held under the claim lock,
+  // so every dispatcher's claims waited for each other's flushes): nothing is sent before the
+  // attempt's beginning commits (beginAttempts, with a flush), which flushes the claim's record
+  // with its own, so a claim lost to a crash of PostgreSQL was never sent on.
+  const claimPool = ownPool(1, 'claim', '-c synchronous_commit=off');
   const answeringPool = ownPool(Math.max(1, Math.ceil((pool.options.max ?? 10) / 2)), 'answering-lane');
   const agents = createWebhookAgents({ allowPrivate: webhooks.allowPrivateTargets }); // kept alive per origin (post.ts)
   const settings: RecordSettings = {
@@ -90,6 +99,36 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       open: { baseMs: webhooks.breakerOpenMs, maxMs: webhooks.breakerOpenMaxMs, attempts: Infinity },
     },
   };
+
+  // Beginnings and outcomes are written in batches (batch.ts): whatever came meanwhile goes in
+  // one statement (beginnings) or one transaction (outcomes) with the others of its lane. One
+  // transaction per attempt made the pool's connections, not the receivers, the limit (issue 50:
+  // a healthy delivery spent most of its time waiting for a connection to begin and to record).
+  const lane = (lanePool: pg.Pool): Pick<AttemptDeps, 'pool' | 'begin' | 'record'> => {
+    const begins = new Batcher<Claimed, Begun>(
+      async (ds) => {
+        const { rows } = await lanePool.query<{ id: string; attempt_count: number; round_attempts: number }>(
+          beginAttempts,
+          [ds.map((d) => d.id), ds.map((d) => d.lease_token), leaseMs(webhooks)],
+        );
+        const byId = new Map(rows.map((r) => [r.id, r]));
+        return ds.map((d) => {
+          const r = byId.get(d.id);
+          return {
+            status: 'fulfilled',
+            value: r ? { attempt_count: r.attempt_count, round_attempts: r.round_attempts } : null,
+          };
+        });
+      },
+      { max: webhooks.concurrency, concurrency: 1 },
+    );
+    const records = new Batcher<Outcome, Recorded>((outcomes) => recordOutcomes(lanePool, settings, outcomes), {
+      max: recordBatchMax,
+      concurrency: 2,
+    });
+    return { pool: lanePool, begin: (d) => begins.submit(d), record: (o) => records.submit(o) };
+  };
+  const lanes = { answering: lane(answeringPool), other: lane(pool) };
 
   /** Claims what the free slots may take, in one transaction that waits for any other dispatcher's claim. */
   async function claim(free: number): Promise<Claimed[]> {
@@ -164,12 +203,11 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
 
   /** One attempt, its lease kept alive until its outcome is recorded (attempt.ts); reported once recorded. */
   async function attempt(d: Claimed & { answering?: boolean }): Promise<void> {
-    const deps = {
-      pool: d.answering ? answeringPool : pool,
+    const deps: AttemptDeps = {
+      ...(d.answering ? lanes.answering : lanes.other),
       webhooks,
       leaseMs: leaseMs(webhooks),
       agents,
-      settings,
       log,
       stopped: stopped.signal,
     };

@@ -1,29 +1,30 @@
 import type { Config } from '../../shared/config.js';
-import { inTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
+import { isPostgresUnavailable } from '../../shared/db/errors.js';
+import { inTransaction, type Pool } from '../../shared/db/pool.js';
 import { listedDelayMs } from '../../shared/retry.js';
 import type { WebhookOutcome } from '../worker-metrics.js';
-import { afterFailure, type BreakerSettings, type EndpointHealth } from './breaker.js';
+import { afterOutcomes, type BreakerSettings, type EndpointHealth, type OutcomeEffect } from './breaker.js';
 import type { AttemptResult } from './post.js';
 import {
-  disableEndpoint,
-  endpointFailed,
-  endpointSucceeded,
-  insertAttempt,
-  lockEndpointHealth,
-  markGaveUp,
-  markSucceeded,
-  requeueReplayed,
-  scheduleRetry,
+  disableEndpoints,
+  insertAttempts,
+  lockEndpointsHealth,
+  recordSuccesses,
+  settleDeliveries,
+  updateEndpointsHealth,
 } from './sql.js';
 
-// What an attempt's outcome changes, one function per outcome, in one transaction: the attempt's
-// row, the delivery (Succeeded, Pending again later, or Failed) and its endpoint (failures, the
-// breaker, Disabled). Every change to a delivery requires this dispatcher's lease token: if
-// another dispatcher took the delivery over meanwhile, nothing is changed (lease_lost). A replay
-// asked for while the attempt was in flight queues the delivery again whatever the outcome
-// (reported as succeeded, or as a retry due now); the endpoint's health still counts the outcome.
+// What attempts' outcomes change, many attempts in one transaction (the dispatcher hands in what
+// finished meanwhile: batch.ts): the attempts' rows, the deliveries (Succeeded, Pending again
+// later, or Failed) and their endpoints (failures, the breaker, Disabled). Every change to a
+// delivery requires this dispatcher's lease token: if another dispatcher took the delivery over
+// meanwhile, nothing of it is changed (lease_lost), its endpoint's health included. A replay asked
+// for while the attempt was in flight queues the delivery again whatever the outcome (reported as
+// succeeded, or as a retry due now); the endpoint's health still counts the outcome. An
+// endpoint's outcomes in one batch count as if recorded one after another, in the order they
+// finished (breaker.ts afterOutcomes).
 
-/** A delivery as the claim returns it; its counts as beginAttempt left them once it began (attempt.ts). */
+/** A delivery as the claim returns it; its counts as beginAttempts left them once it began (attempt.ts). */
 export type Claimed = {
   id: string;
   tenant_id: string;
@@ -52,88 +53,179 @@ export type BreakerOpened = { waitMs: number; trips: number };
 
 export type RecordSettings = { retryScheduleMs: Config['webhooks']['retryScheduleMs']; breaker: BreakerSettings };
 
+/** An attempt made, to be recorded. */
+export type Outcome = { delivery: Claimed; startedAt: Date; result: AttemptResult };
+
 const leaseLost = { outcome: 'lease_lost' } as const;
 const errorText = (result: AttemptResult) => result.error?.slice(0, 1000) ?? null;
 
-export function recordOutcome(
+/**
+ * Records outcomes; answers each (in their order). Those of endpoints whose attempts here all
+ * succeeded in one statement (recordSuccesses), the others in one transaction (breaker.ts decides
+ * what each failure does to its endpoint).
+ * When that fails for another reason than PostgreSQL not serving (which fails them all: each is
+ * tried again by its attempt), each outcome is recorded in a transaction of its own, one after
+ * another, so one that cannot be recorded (its delivery deleted meanwhile, say) fails alone.
+ */
+export async function recordOutcomes(
   pool: Pool,
   settings: RecordSettings,
-  d: Claimed,
-  startedAt: Date,
-  result: AttemptResult,
-): Promise<Recorded> {
-  return inTransaction(pool, async (tx) => {
-    await tx.query(insertAttempt, [
-      d.id,
-      d.event_id,
-      d.endpoint_id,
-      d.attempt_count,
-      result.outcome,
-      result.statusCode,
-      result.latencyMs,
-      errorText(result),
-      result.responseSnippet,
-      startedAt,
-    ]);
-    const replayed = (await tx.query(requeueReplayed, [d.id, d.lease_token, errorText(result)])).rowCount === 1;
-    if (result.outcome === 'Succeeded') return succeeded(tx, d, settings.breaker, replayed);
-    if (replayed)
-      return { outcome: 'retry_scheduled', breakerOpened: await endpointFails(tx, d, settings.breaker), retryInMs: 0 };
-    const retryInMs = listedDelayMs(settings.retryScheduleMs, d.round_attempts);
-    return retryInMs === null
-      ? gaveUp(tx, d, result, settings.breaker)
-      : retryLater(tx, d, result, retryInMs, settings.breaker);
+  outcomes: Outcome[],
+): Promise<PromiseSettledResult<Recorded>[]> {
+  // An endpoint with a failure among these has all its outcomes recorded in the transaction, in
+  // the order they finished (a success after a failure closes the breaker it opened, not before).
+  const failing = new Set(outcomes.filter((o) => o.result.outcome !== 'Succeeded').map((o) => o.delivery.endpoint_id));
+  const succeeded = outcomes.filter((o) => !failing.has(o.delivery.endpoint_id));
+  const failed = outcomes.filter((o) => failing.has(o.delivery.endpoint_id));
+  const recorded = new Map<Outcome, PromiseSettledResult<Recorded>>();
+  const record = async (some: Outcome[], how: () => Promise<Recorded[]>) => {
+    if (some.length === 0) return;
+    try {
+      (await how()).forEach((value, i) => recorded.set(some[i]!, { status: 'fulfilled', value }));
+      return;
+    } catch (err) {
+      if (some.length === 1 || isPostgresUnavailable(err)) {
+        for (const o of some) recorded.set(o, { status: 'rejected', reason: err });
+        return;
+      }
+    }
+    for (const o of some)
+      try {
+        const value = (await inTransaction(pool, (tx) => recordIn(tx, settings, [o])))[0]!;
+        recorded.set(o, { status: 'fulfilled', value });
+      } catch (reason) {
+        recorded.set(o, { status: 'rejected', reason });
+      }
+  };
+  await record(succeeded, () => recordSucceeded(pool, settings, succeeded));
+  await record(failed, () => inTransaction(pool, (tx) => recordIn(tx, settings, failed)));
+  return outcomes.map((o) => recorded.get(o)!);
+}
+
+async function recordSucceeded(pool: Pool, settings: RecordSettings, outcomes: Outcome[]): Promise<Recorded[]> {
+  const column = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+  const { rows } = await pool.query<{ id: string; replayed: boolean; breaker_was_open: boolean }>(recordSuccesses, [
+    column((o) => o.delivery.id),
+    column((o) => o.delivery.lease_token),
+    column((o) => o.delivery.event_id),
+    column((o) => o.delivery.endpoint_id),
+    column((o) => o.delivery.attempt_count),
+    column((o) => o.result.statusCode),
+    column((o) => o.result.latencyMs),
+    column((o) => o.result.responseSnippet),
+    column((o) => o.startedAt.toISOString()),
+    settings.breaker.rate.window,
+  ]);
+  const settled = new Map(rows.map((r) => [r.id, r]));
+  const closedReported = new Set<string>(); // the breaker closed by the first success of its endpoint
+  return outcomes.map((o): Recorded => {
+    const row = settled.get(o.delivery.id);
+    if (!row) return leaseLost;
+    const closed = row.breaker_was_open && !closedReported.has(o.delivery.endpoint_id);
+    if (closed) closedReported.add(o.delivery.endpoint_id);
+    return { outcome: 'succeeded', breakerClosed: closed };
   });
 }
 
-async function succeeded(tx: PoolClient, d: Claimed, breaker: BreakerSettings, replayed: boolean): Promise<Recorded> {
-  if (!replayed && (await tx.query(markSucceeded, [d.id, d.lease_token])).rowCount === 0) return leaseLost;
-  const health = await lockHealth(tx, d.endpoint_id);
-  await tx.query(endpointSucceeded, [d.endpoint_id, breaker.rate.window]);
-  return { outcome: 'succeeded', breakerClosed: health.open };
-}
+type Tx = Pick<Pool, 'query'>;
 
-async function retryLater(
-  tx: PoolClient,
-  d: Claimed,
-  result: AttemptResult,
-  retryInMs: number,
-  breaker: BreakerSettings,
-): Promise<Recorded> {
-  const updated = await tx.query(scheduleRetry, [d.id, d.lease_token, retryInMs, errorText(result)]);
-  if (updated.rowCount === 0) return leaseLost;
-  return { outcome: 'retry_scheduled', breakerOpened: await endpointFails(tx, d, breaker), retryInMs };
-}
-
-/** The last attempt of the schedule failed: the delivery is Failed, its endpoint Disabled. */
-async function gaveUp(tx: PoolClient, d: Claimed, result: AttemptResult, breaker: BreakerSettings): Promise<Recorded> {
-  if ((await tx.query(markGaveUp, [d.id, d.lease_token, errorText(result)])).rowCount === 0) return leaseLost;
-  const breakerOpened = await endpointFails(tx, d, breaker);
-  const attempts = d.round_attempts;
-  const reason = (
-    `delivery of ${d.event_id} (${d.type}) failed ${attempts} attempt${attempts === 1 ? '' : 's'}; ` +
-    `last: ${result.error ?? result.outcome}`
-  ).slice(0, 1000);
-  const disabled = await tx.query(disableEndpoint, [d.endpoint_id, reason]);
-  return {
-    outcome: 'gave_up',
-    breakerOpened,
-    disabled: disabled.rowCount ? { client_id: disabled.rows[0].client_id, reason } : null,
-  };
-}
-
-/** One more failure of the endpoint; opens its breaker when breaker.ts says so. */
-async function endpointFails(tx: PoolClient, d: Claimed, breaker: BreakerSettings): Promise<BreakerOpened | null> {
-  const next = afterFailure(await lockHealth(tx, d.endpoint_id), breaker);
-  await tx.query(endpointFailed, [
-    d.endpoint_id,
-    breaker.rate.window,
-    next.opens ? next.waitMs : null,
-    next.opens ? next.trips : null,
+async function recordIn(tx: Tx, settings: RecordSettings, outcomes: Outcome[]): Promise<Recorded[]> {
+  const column = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+  await tx.query(insertAttempts, [
+    column((o) => o.delivery.id),
+    column((o) => o.delivery.event_id),
+    column((o) => o.delivery.endpoint_id),
+    column((o) => o.delivery.attempt_count),
+    column((o) => o.result.outcome),
+    column((o) => o.result.statusCode),
+    column((o) => o.result.latencyMs),
+    column((o) => errorText(o.result)),
+    column((o) => o.result.responseSnippet),
+    column((o) => o.startedAt.toISOString()),
   ]);
-  return next.opens ? { waitMs: next.waitMs, trips: next.trips } : null;
-}
+  // The retry schedule's next wait of each failure (null: used up), unless a replay asked for meanwhile comes first.
+  const retryInMs = column((o) =>
+    o.result.outcome === 'Succeeded' ? null : listedDelayMs(settings.retryScheduleMs, o.delivery.round_attempts),
+  );
+  const settled = await tx.query<{ id: string; replayed: boolean }>(settleDeliveries, [
+    column((o) => o.delivery.id),
+    column((o) => o.delivery.lease_token),
+    column((o) => o.result.outcome === 'Succeeded'),
+    retryInMs,
+    column((o) => errorText(o.result)),
+  ]);
+  const replayedById = new Map(settled.rows.map((r) => [r.id, r.replayed]));
 
-// Locked after the delivery's row, the order every writer of both takes (endpoints.ts deleteEndpoint).
-const lockHealth = async (tx: PoolClient, endpointId: string): Promise<EndpointHealth> =>
-  (await tx.query<EndpointHealth>(lockEndpointHealth, [endpointId])).rows[0]!;
+  // The endpoints' health, from the outcomes whose deliveries were still this dispatcher's.
+  const byEndpoint = new Map<string, number[]>(); // endpoint id → indexes into outcomes, in order
+  outcomes.forEach((o, i) => {
+    if (!replayedById.has(o.delivery.id)) return;
+    byEndpoint.set(o.delivery.endpoint_id, [...(byEndpoint.get(o.delivery.endpoint_id) ?? []), i]);
+  });
+  const effects = new Map<number, OutcomeEffect>();
+  if (byEndpoint.size > 0) {
+    const { rows: healths } = await tx.query<EndpointHealth & { id: string }>(lockEndpointsHealth, [
+      [...byEndpoint.keys()],
+    ]);
+    const after = healths.map((h) => {
+      const indexes = byEndpoint.get(h.id)!;
+      const run = afterOutcomes(
+        h,
+        indexes.map((i) => outcomes[i]!.result.outcome !== 'Succeeded'),
+        settings.breaker,
+      );
+      indexes.forEach((i, n) => effects.set(i, run.effects[n]!));
+      return { id: h.id, ...run.after };
+    });
+    if (after.length > 0)
+      await tx.query(updateEndpointsHealth, [
+        after.map((a) => a.id),
+        after.map((a) => a.failures),
+        after.map((a) => a.mask),
+        after.map((a) => a.attempts),
+        after.map((a) => a.trips),
+        after.map((a) => a.opened),
+        after.map((a) => a.probeMs),
+        after.map((a) => a.succeeded),
+        after.map((a) => a.failed),
+        after.map((a) => a.failedLast),
+      ]);
+  }
+
+  // Deliveries that gave up: the first of each endpoint disables it, with its reason.
+  const gaveUp = new Map<string, { index: number; reason: string }>();
+  outcomes.forEach((o, i) => {
+    const d = o.delivery;
+    if (o.result.outcome === 'Succeeded' || replayedById.get(d.id) !== false || retryInMs[i] !== null) return;
+    if (gaveUp.has(d.endpoint_id)) return;
+    const reason = (
+      `delivery of ${d.event_id} (${d.type}) failed ${d.round_attempts} attempt${d.round_attempts === 1 ? '' : 's'}; ` +
+      `last: ${o.result.error ?? o.result.outcome}`
+    ).slice(0, 1000);
+    gaveUp.set(d.endpoint_id, { index: i, reason });
+  });
+  const disabled = new Map<number, { client_id: string; reason: string }>();
+  if (gaveUp.size > 0) {
+    const { rows } = await tx.query<{ id: string; client_id: string }>(disableEndpoints, [
+      [...gaveUp.keys()],
+      [...gaveUp.values()].map((g) => g.reason),
+    ]);
+    for (const r of rows) {
+      const g = gaveUp.get(r.id)!;
+      disabled.set(g.index, { client_id: r.client_id, reason: g.reason });
+    }
+  }
+
+  return outcomes.map((o, i): Recorded => {
+    const replayed = replayedById.get(o.delivery.id);
+    if (replayed === undefined) return leaseLost;
+    const effect = effects.get(i);
+    const breakerOpened = effect?.opened ? { waitMs: effect.opened.waitMs, trips: effect.opened.trips } : null;
+    if (o.result.outcome === 'Succeeded') return { outcome: 'succeeded', breakerClosed: effect?.closed ?? false };
+    if (replayed) return { outcome: 'retry_scheduled', breakerOpened, retryInMs: 0 };
+    const wait = retryInMs[i]!;
+    return wait === null
+      ? { outcome: 'gave_up', breakerOpened, disabled: disabled.get(i) ?? null }
+      : { outcome: 'retry_scheduled', breakerOpened, retryInMs: wait };
+  });
+}

@@ -98,7 +98,7 @@ export const claimDeliveries = `
   ), claimed AS (
     UPDATE webhook_deliveries d
        SET status = 'Delivering', lease_until = now() + $2 * interval '1 millisecond', lease_token = gen_random_uuid(),
-           updated_at = now() -- the attempt is counted when it begins (beginAttempt), not here
+           updated_at = now() -- the attempt is counted when it begins (beginAttempts), not here
       FROM picked WHERE d.id = picked.id
     RETURNING d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempt_count, d.round_attempts, d.lease_token,
               picked.answering
@@ -111,31 +111,25 @@ export const claimDeliveries = `
     JOIN webhook_endpoints ep ON ep.id = c.endpoint_id`;
 
 /**
- * Restarts the lease ($3 ms) when the attempt begins, only while the lease token ($2) is still
- * this dispatcher's: the lease covers the attempt, not the wait since the claim. No row: another
- * dispatcher claimed the delivery meanwhile (or finished it), so this one must not send. The
- * attempt is counted here, right before it is sent, not at the claim: a claim never sent (its
- * lease lost, its dispatcher killed) uses up nothing of the retry schedule. Returns the counts.
- * A replay asked for since the claim is what this attempt sends: it starts the new round.
+ * Begins the attempts of claimed deliveries ($1 ids, $2 their lease tokens): restarts each lease
+ * ($3 ms) only while its token is still this dispatcher's, so the lease covers the attempt, not
+ * the wait since the claim. A delivery not returned: another dispatcher claimed it meanwhile (or
+ * finished it), so this one must not send. The attempt is counted here, right before it is sent,
+ * not at the claim: a claim never sent (its lease lost, its dispatcher killed) uses up nothing of
+ * the retry schedule. Returns the counts. A replay asked for since the claim is what this attempt
+ * sends: it starts the new round. One statement for all the deliveries a claim (or several) took;
+ * rows locked in id order, as every writer of several deliveries locks them.
  */
-export const beginAttempt = `
-  UPDATE webhook_deliveries
-     SET lease_until = now() + $3 * interval '1 millisecond', attempt_count = attempt_count + 1,
-         round_attempts = CASE WHEN replay_requested THEN 1 ELSE round_attempts + 1 END, replay_requested = false,
+export const beginAttempts = `
+  UPDATE webhook_deliveries d
+     SET lease_until = now() + $3 * interval '1 millisecond', attempt_count = d.attempt_count + 1,
+         round_attempts = CASE WHEN d.replay_requested THEN 1 ELSE d.round_attempts + 1 END, replay_requested = false,
          updated_at = now()
-   WHERE id = $1 AND lease_token = $2
-  RETURNING attempt_count, round_attempts`;
-
-/**
- * A replay was asked for while this attempt was in flight (shared/webhooks/endpoint-deliveries.ts):
- * whatever the outcome, the delivery is queued again, due now, a new round ($3 the error, or null).
- * No row: no replay was asked for (or the lease is not this dispatcher's any more).
- */
-export const requeueReplayed = `
-  UPDATE webhook_deliveries
-     SET status = 'Pending', next_attempt_at = now(), round_attempts = 0, replay_requested = false,
-         lease_until = NULL, lease_token = NULL, last_error = $3, updated_at = now()
-   WHERE id = $1 AND lease_token = $2 AND replay_requested`;
+    FROM (SELECT w.id FROM webhook_deliveries w
+            JOIN unnest($1::bigint[], $2::uuid[]) AS b(id, token) ON w.id = b.id AND w.lease_token = b.token
+           ORDER BY w.id FOR UPDATE OF w) mine
+   WHERE d.id = mine.id
+  RETURNING d.id, d.attempt_count, d.round_attempts`;
 
 /**
  * Renews the leases ($3 ms from now) of deliveries a dispatcher holds ($1 ids, $2 their lease
@@ -149,74 +143,163 @@ export const renewLeases = `
              FOR UPDATE OF w SKIP LOCKED) mine
    WHERE d.id = mine.id`;
 
+// Recording outcomes (record.ts): many attempts' outcomes in one transaction, each statement for
+// all of them (unnest of one array per column), in this order: the attempts' rows, the
+// deliveries, their endpoints' health (locked, decided in breaker.ts, written), endpoints
+// disabled. Deliveries are locked in id order before their endpoints, endpoints in id order:
+// the order of every writer of several (endpoints.ts deleteEndpoint, deleteDeliveries).
+
 /**
- * Records one attempt; at most once per delivery and attempt number, so recording again after a
- * COMMIT whose answer was lost (the connection died) does not list the attempt twice.
+ * Records successful attempts in one statement (no transaction of several statements: a success
+ * needs no decision of breaker.ts): $1 delivery ids, $2 lease tokens, $3 event ids, $4 endpoint
+ * ids, $5 attempt numbers, $6 status codes, $7 latencies, $8 response snippets, $9 started at;
+ * $10 the breaker's window. What insertAttempts, settleDeliveries and updateEndpointsHealth do
+ * for successes, in the same lock order: the deliveries still this dispatcher's (id order), then
+ * their endpoints (id order), each endpoint once for all its successes (failures in a row reset,
+ * the breaker closed; when it was open its window starts afresh at the first). The attempts'
+ * rows are inserted last (their foreign keys checked on deliveries already locked). Returns the
+ * deliveries settled: whether a replay was asked for meanwhile (queued again, as settleDeliveries
+ * does), and whether their endpoint's breaker was open (closed now).
  */
-export const insertAttempt = `
+export const recordSuccesses = `
+  WITH o AS (
+    SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::uuid[], $5::integer[], $6::integer[], $7::integer[],
+                         $8::text[], $9::timestamptz[])
+             AS o(id, token, event_id, endpoint_id, attempt, status_code, latency_ms, snippet, started_at)
+  ), inserted AS (
+    INSERT INTO webhook_attempts (delivery_id, tenant_id, event_id, endpoint_id, attempt, outcome, status_code,
+                                  latency_ms, error, response_snippet, started_at)
+    SELECT o.id, (SELECT d.tenant_id FROM webhook_deliveries d WHERE d.id = o.id), o.event_id, o.endpoint_id, o.attempt,
+           'Succeeded', o.status_code, o.latency_ms, NULL, o.snippet, o.started_at
+      FROM o
+     WHERE NOT EXISTS (SELECT 1 FROM webhook_attempts w
+                        WHERE w.event_id = o.event_id AND w.delivery_id = o.id AND w.attempt = o.attempt)
+     ORDER BY o.id
+  ), mine AS (
+    SELECT w.id, w.endpoint_id, w.replay_requested AS replayed
+      FROM webhook_deliveries w JOIN o ON w.id = o.id AND w.lease_token = o.token
+     ORDER BY w.id FOR UPDATE OF w
+  ), settled AS (
+    UPDATE webhook_deliveries d
+       SET status = CASE WHEN m.replayed THEN 'Pending' ELSE 'Succeeded' END,
+           next_attempt_at = CASE WHEN m.replayed THEN now() ELSE d.next_attempt_at END,
+           round_attempts = CASE WHEN m.replayed THEN 0 ELSE d.round_attempts END, replay_requested = false,
+           completed_at = CASE WHEN m.replayed THEN d.completed_at ELSE now() END,
+           lease_until = NULL, lease_token = NULL, last_error = NULL, updated_at = now()
+      FROM mine m
+     WHERE d.id = m.id
+    RETURNING d.id, d.endpoint_id, m.replayed
+  ), endpoint AS (
+    SELECT ep.id, ep.breaker_opened_at IS NOT NULL AS was_open, s.n
+      FROM webhook_endpoints ep
+      JOIN (SELECT endpoint_id, count(*)::integer AS n FROM settled GROUP BY endpoint_id) s ON s.endpoint_id = ep.id
+     ORDER BY ep.id FOR NO KEY UPDATE OF ep
+  ), healed AS (
+    UPDATE webhook_endpoints ep
+       SET consecutive_failures = 0, last_success_at = now(), breaker_opened_at = NULL, breaker_probe_at = NULL,
+           breaker_trips = 0, updated_at = now(),
+           recent_failures_mask = CASE WHEN e.was_open OR e.n >= $10::integer THEN 0
+                                       ELSE (ep.recent_failures_mask << e.n) & ((1::bigint << $10::integer) - 1) END,
+           recent_attempts = CASE WHEN e.was_open THEN least(e.n - 1, $10::integer)
+                                  ELSE least(ep.recent_attempts + e.n, $10::integer) END
+      FROM endpoint e
+     WHERE ep.id = e.id
+    RETURNING ep.id, e.was_open
+  )
+  SELECT s.id, s.replayed, coalesce(h.was_open, false) AS breaker_was_open
+    FROM settled s LEFT JOIN healed h ON h.id = s.endpoint_id`;
+
+/**
+ * Records attempts ($1 delivery ids, $2 event ids, $3 endpoint ids, $4 attempt numbers, $5
+ * outcomes, $6 status codes, $7 latencies, $8 errors, $9 response snippets, $10 started at); each
+ * at most once per delivery and attempt number, so recording again after a COMMIT whose answer
+ * was lost (the connection died) does not list an attempt twice.
+ */
+export const insertAttempts = `
   INSERT INTO webhook_attempts (delivery_id, tenant_id, event_id, endpoint_id, attempt, outcome, status_code, latency_ms,
                                 error, response_snippet, started_at)
-  SELECT $1::bigint, (SELECT tenant_id FROM webhook_deliveries WHERE id = $1::bigint), $2::text, $3::uuid, $4::integer,
-         $5::text, $6::integer, $7::integer, $8::text, $9::text, $10::timestamptz
-   WHERE NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE event_id = $2 AND delivery_id = $1 AND attempt = $4)`;
-
-/** $1 id, $2 lease token; only while this dispatcher still holds the lease. */
-export const markSucceeded = `
-  UPDATE webhook_deliveries
-     SET status = 'Succeeded', completed_at = now(), lease_until = NULL, lease_token = NULL, last_error = NULL,
-         updated_at = now()
-   WHERE id = $1 AND lease_token = $2`;
-
-/** $3 delay in ms before the next attempt, $4 the error. */
-export const scheduleRetry = `
-  UPDATE webhook_deliveries
-     SET status = 'Pending', next_attempt_at = now() + $3 * interval '1 millisecond', lease_until = NULL,
-         lease_token = NULL, last_error = $4, updated_at = now()
-   WHERE id = $1 AND lease_token = $2`;
-
-export const markGaveUp = `
-  UPDATE webhook_deliveries
-     SET status = 'Failed', completed_at = now(), lease_until = NULL, lease_token = NULL, last_error = $3,
-         updated_at = now()
-   WHERE id = $1 AND lease_token = $2`;
-
-// The breaker's window (breaker.ts): the last $2 attempts' outcomes as a bit mask (bit 0 the
-// newest, 1 = failed) and how many it holds (at most $2). Shifted by every recorded outcome.
-const pushOutcome = (failed: 0 | 1) => `((recent_failures_mask << 1) | ${failed}) & ((1::bigint << $2::integer) - 1)`;
+  SELECT a.delivery_id, (SELECT d.tenant_id FROM webhook_deliveries d WHERE d.id = a.delivery_id), a.event_id,
+         a.endpoint_id, a.attempt, a.outcome, a.status_code, a.latency_ms, a.error, a.snippet, a.started_at
+    FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::integer[], $5::text[], $6::integer[], $7::integer[], $8::text[],
+                $9::text[], $10::timestamptz[])
+         AS a(delivery_id, event_id, endpoint_id, attempt, outcome, status_code, latency_ms, error, snippet, started_at)
+   WHERE NOT EXISTS (SELECT 1 FROM webhook_attempts w
+                      WHERE w.event_id = a.event_id AND w.delivery_id = a.delivery_id AND w.attempt = a.attempt)
+   ORDER BY a.delivery_id`;
 
 /**
- * A success resets the failures and closes the breaker; $2 the window. When the breaker was open
- * (this was its probe), the window starts afresh: the failures that opened it do not count again.
+ * Settles the deliveries whose attempts were recorded ($1 ids, $2 lease tokens, $3 succeeded,
+ * $4 ms until the next attempt of a failed one, null: the schedule is used up, $5 the error),
+ * only those whose lease token is still this dispatcher's; returns those, with whether a replay
+ * was asked for while the attempt was in flight (shared/webhooks/endpoint-deliveries.ts). Such a
+ * delivery is queued again whatever the outcome: Pending, due now, a new round, the error kept
+ * (null after a success). Else a success is Succeeded; a failure Pending again after $4 ms, or
+ * Failed when $4 is null. The lease ends either way.
  */
-export const endpointSucceeded = `
-  UPDATE webhook_endpoints
-     SET consecutive_failures = 0, last_success_at = now(), breaker_opened_at = NULL, breaker_probe_at = NULL,
-         breaker_trips = 0, updated_at = now(),
-         recent_failures_mask = CASE WHEN breaker_opened_at IS NULL THEN ${pushOutcome(0)} ELSE 0 END,
-         recent_attempts = CASE WHEN breaker_opened_at IS NULL THEN least(recent_attempts + 1, $2::integer) ELSE 0 END
-   WHERE id = $1`;
+export const settleDeliveries = `
+  WITH mine AS (
+    SELECT w.id, w.replay_requested AS replayed, o.succeeded, o.retry_ms, o.error
+      FROM webhook_deliveries w
+      JOIN unnest($1::bigint[], $2::uuid[], $3::boolean[], $4::integer[], $5::text[]) AS o(id, token, succeeded, retry_ms, error)
+        ON w.id = o.id AND w.lease_token = o.token
+     ORDER BY w.id FOR UPDATE OF w
+  )
+  UPDATE webhook_deliveries d
+     SET status = CASE WHEN m.replayed OR (NOT m.succeeded AND m.retry_ms IS NOT NULL) THEN 'Pending'
+                       WHEN m.succeeded THEN 'Succeeded' ELSE 'Failed' END,
+         next_attempt_at = CASE WHEN m.replayed THEN now()
+                                WHEN NOT m.succeeded AND m.retry_ms IS NOT NULL THEN now() + m.retry_ms * interval '1 millisecond'
+                                ELSE d.next_attempt_at END,
+         round_attempts = CASE WHEN m.replayed THEN 0 ELSE d.round_attempts END,
+         replay_requested = false,
+         completed_at = CASE WHEN NOT m.replayed AND (m.succeeded OR m.retry_ms IS NULL) THEN now() ELSE d.completed_at END,
+         lease_until = NULL, lease_token = NULL,
+         last_error = CASE WHEN m.succeeded AND NOT m.replayed THEN NULL ELSE m.error END,
+         updated_at = now()
+    FROM mine m
+   WHERE d.id = m.id
+  RETURNING d.id, m.replayed`;
 
-/** The endpoint's failures and breaker, locked until the outcome is recorded (breaker.ts decides what changes). */
-export const lockEndpointHealth = `
-  SELECT consecutive_failures, breaker_trips, recent_failures_mask, recent_attempts, breaker_opened_at IS NOT NULL AS open,
+/**
+ * The endpoints' failures and breakers ($1 ids), locked in id order until the outcomes are
+ * recorded. FOR NO KEY UPDATE, the lock the update takes anyway: it does not wait for (nor hold
+ * up) transactions that insert deliveries to these endpoints (their foreign key's FOR KEY SHARE),
+ * such as an import raising events for many endpoints in one transaction; FOR UPDATE did, and with
+ * several endpoints locked in one transaction that was a deadlock (seen in bench:webhooks).
+ */
+export const lockEndpointsHealth = `
+  SELECT id, consecutive_failures, breaker_trips, recent_failures_mask, recent_attempts, breaker_opened_at IS NOT NULL AS open,
          breaker_probe_at <= now() AS probe_due
-    FROM webhook_endpoints WHERE id = $1 FOR UPDATE`;
+    FROM webhook_endpoints WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`;
 
 /**
- * One more failure, $2 the window; with $3 (ms), the breaker opens (again) until now + $3, $4 its
- * opens in a row.
+ * The endpoints' health after their outcomes (breaker.ts afterOutcomes), one row each: $1 ids,
+ * $2 failures in a row, $3 the last attempts' outcomes as a bit mask (breaker.ts), $4 how many
+ * it holds, $5 opens in a row; $6 breaker_opened_at: 0 kept, 1 cleared (closed), 2 now (opened
+ * in this batch), 3 now unless already set; $7 breaker_probe_at: null kept, -1 cleared, else now
+ * + $7 ms; $8 some attempt succeeded, $9 some failed, $10 the last one failed (last_success_at
+ * then a microsecond before last_failure_at: the endpoint does not count as answering).
  */
-export const endpointFailed = `
-  UPDATE webhook_endpoints
-     SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
-         recent_failures_mask = ${pushOutcome(1)}, recent_attempts = least(recent_attempts + 1, $2::integer),
-         breaker_opened_at = CASE WHEN $3::integer IS NULL THEN breaker_opened_at ELSE coalesce(breaker_opened_at, now()) END,
-         breaker_probe_at = CASE WHEN $3::integer IS NULL THEN breaker_probe_at ELSE now() + $3 * interval '1 millisecond' END,
-         breaker_trips = coalesce($4, breaker_trips), updated_at = now()
-   WHERE id = $1`;
+export const updateEndpointsHealth = `
+  UPDATE webhook_endpoints ep
+     SET consecutive_failures = u.failures, recent_failures_mask = u.mask, recent_attempts = u.attempts,
+         breaker_trips = u.trips,
+         breaker_opened_at = CASE u.opened WHEN 0 THEN ep.breaker_opened_at WHEN 1 THEN NULL WHEN 2 THEN now()
+                                           ELSE coalesce(ep.breaker_opened_at, now()) END,
+         breaker_probe_at = CASE WHEN u.probe_ms IS NULL THEN ep.breaker_probe_at WHEN u.probe_ms < 0 THEN NULL
+                                 ELSE now() + u.probe_ms * interval '1 millisecond' END,
+         last_success_at = CASE WHEN NOT u.succeeded THEN ep.last_success_at
+                                WHEN u.failed_last THEN now() - interval '1 microsecond' ELSE now() END,
+         last_failure_at = CASE WHEN u.failed THEN now() ELSE ep.last_failure_at END,
+         updated_at = now()
+    FROM unnest($1::uuid[], $2::integer[], $3::bigint[], $4::integer[], $5::integer[], $6::integer[], $7::integer[],
+                $8::boolean[], $9::boolean[], $10::boolean[])
+         AS u(id, failures, mask, attempts, trips, opened, probe_ms, succeeded, failed, failed_last)
+   WHERE ep.id = u.id`;
 
-/** After a delivery gave up: the endpoint is disabled (once) with the reason; returns a row only then. */
-export const disableEndpoint = `
-  UPDATE webhook_endpoints SET status = 'Disabled', disabled_reason = $2, disabled_at = now(), updated_at = now()
-   WHERE id = $1 AND status = 'Active'
-  RETURNING id, client_id, url`;
+/** After deliveries gave up: their endpoints ($1 ids, $2 reasons) disabled (once); returns those disabled now. */
+export const disableEndpoints = `
+  UPDATE webhook_endpoints ep SET status = 'Disabled', disabled_reason = u.reason, disabled_at = now(), updated_at = now()
+    FROM unnest($1::uuid[], $2::text[]) AS u(id, reason)
+   WHERE ep.id = u.id AND ep.status = 'Active'
+  RETURNING ep.id, ep.client_id, ep.url`;
