@@ -8,10 +8,11 @@
 // of the measured client (1M) with their chunks, GROWTH_ROUTE_DRAFTS route drafts (100k),
 // GROWTH_WEBHOOK_EVENTS webhook events (2M: about 1.7 a second over EVENT_RETENTION_HOURS, 336 h)
 // with their deliveries and attempts. It is filled once into connect_growth_template_<targets> and
-// kept: a later run with the same sizes and no new migration reuses it (new migrations are applied
-// to it first), copies it (CREATE DATABASE … TEMPLATE, STRATEGY FILE_COPY) and measures on the
-// copy, which it drops at the end. GROWTH_REFILL=1 fills it again; drop it by hand to free the disk
-// (about 8 GB at 10M targets).
+// kept: a later run with the same sizes reuses it (the tree's new migrations applied to it first;
+// filled again when one of its migrations is no longer in the tree or a new one fails), copies it
+// (CREATE DATABASE … TEMPLATE, STRATEGY FILE_COPY) and measures on the copy, which it drops at the
+// end. GROWTH_REFILL=1 fills it again; drop it by hand to free the disk (about 9.3 GB at 10M
+// targets; the copy takes as much again while a run lasts).
 //
 // On each database, in this order, through a gateway and a worker runner of the tree:
 //   new      GROWTH_BATCHES batches (200) of GROWTH_BATCH_SIZE new targets (1,000) pushed by
@@ -23,18 +24,18 @@
 //            batches pushed, then sent again, one at a time (the replay without a body to parse)
 //   reads    GET /api/v1/import-jobs one request at a time, GROWTH_REQUESTS each (200): the first
 //            page, each filter, the page reached by following nextCursor half-way into the
-//            client's jobs (walked with take=200), and one import job
+//            client's jobs (walked with take=200; GROWTH_WALK_JOBS: less deep), and one import job
 //   sizes    pg_total_relation_size / pg_indexes_size of the big tables
 // Results: stdout, and bench/results/growth-<time>.json (and growth-latest.json).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { demo } from '../src/admin/commands/demo.js';
 import { loadConfig } from '../src/shared/config.js';
-import { ensureDatabase, migrateUp, pendingMigrations } from '../src/shared/db/migrate.js';
+import { ensureDatabase, migrateUp, migrationsDir, pendingMigrations } from '../src/shared/db/migrate.js';
 import { createPool } from '../src/shared/db/pool.js';
 import { applyPhase, type ApplyPhase } from './lib/apply-phase.js';
 import { benchDatabase, type BenchDatabase } from './lib/bench-database.js';
@@ -71,6 +72,8 @@ const opts = {
   concurrency: envInt('GROWTH_CONCURRENCY', 4),
   requests: envInt('GROWTH_REQUESTS', 200),
   maxSeconds: envInt('GROWTH_MAX_SECONDS', 300),
+  /** How deep the cursor walk goes; 0 (default): half the client's jobs. */
+  walkJobs: envInt('GROWTH_WALK_JOBS', 0, 0),
   refill: process.env.GROWTH_REFILL === '1',
 };
 const runId = randomBytes(4).toString('hex');
@@ -99,21 +102,49 @@ async function onServer(sql: string) {
   }
 }
 
-type TemplateFacts = { measured: Tenant; fill: GrowthFill; steps: FillStep[]; fillMs: number; filledAt: string };
+type TemplateFacts = {
+  measured: Tenant;
+  fill: GrowthFill;
+  steps: FillStep[];
+  fillMs: number;
+  filledAt: string;
+  /** The template's migrations (pgmigrations), read when it is looked at. */
+  applied?: string[];
+};
 
-/** The filled template: reused when filled with these sizes (new migrations applied first), else filled now. */
+/** The tree's migrations, by name (as pgmigrations records them). */
+const treeMigrations = () =>
+  readdirSync(migrationsDir)
+    .filter((f) => /\.(sql|js|cjs|mjs|ts)$/.test(f))
+    .map((f) => f.replace(/\.[^.]+$/, ''));
+
+/**
+ * The filled template: reused when filled with these sizes and every migration it has is still in
+ * the tree (the tree's new ones are applied to it first: cheaper than filling again); else filled now.
+ */
 async function ensureTemplate(): Promise<TemplateFacts & { reused: boolean; migrated: string[] }> {
   if (!opts.refill) {
     const facts = await templateFacts();
-    if (facts && JSON.stringify(facts.fill) === JSON.stringify(fill)) {
+    // Key by key: jsonb keeps its keys in an order of its own.
+    const sameSizes = facts && (Object.keys(fill) as (keyof GrowthFill)[]).every((k) => facts.fill[k] === fill[k]);
+    const tree = new Set(treeMigrations());
+    const gone = facts?.applied?.filter((name) => !tree.has(name)) ?? [];
+    if (facts && sameSizes && gone.length === 0) {
       const pending = await pendingMigrations(template.url);
-      if (pending.length > 0) {
-        log(`template ${templateName}: applying ${pending.length} new migrations (${pending.join(', ')})`);
-        await migrateUp(template.url);
+      try {
+        if (pending.length > 0) {
+          log(`template ${templateName}: applying ${pending.length} new migrations (${pending.join(', ')})`);
+          await migrateUp(template.url);
+        }
+        return { ...facts, reused: true, migrated: pending };
+      } catch (err) {
+        log(`template ${templateName}: the new migrations failed (${(err as Error).message}): filling it again`);
       }
-      return { ...facts, reused: true, migrated: pending };
+    } else if (facts) {
+      log(
+        `template ${templateName}: ${sameSizes ? `migrations no longer in the tree (${gone.join(', ')})` : 'filled with other sizes'}: filling it again`,
+      );
     }
-    if (facts) log(`template ${templateName} was filled with other sizes: filling it again`);
   }
   await template.drop(log);
   await ensureDatabase(template.url);
@@ -155,7 +186,10 @@ async function templateFacts(): Promise<TemplateFacts | null> {
     const { rows } = await client.query(
       `SELECT facts FROM bench_growth_template WHERE to_regclass('public.bench_growth_template') IS NOT NULL`,
     );
-    return (rows[0]?.facts as TemplateFacts | undefined) ?? null;
+    const facts = rows[0]?.facts as TemplateFacts | undefined;
+    if (!facts) return null;
+    const applied = (await client.query<{ name: string }>('SELECT name FROM pgmigrations')).rows.map((r) => r.name);
+    return { ...facts, applied };
   } catch {
     return null;
   } finally {
@@ -254,12 +288,13 @@ async function measure(label: 'empty' | 'filled', database: BenchDatabase, tenan
     const jobs = Number(
       (await pool.query('SELECT count(*) AS n FROM import_jobs WHERE client_id = $1', [client.clientId])).rows[0].n,
     );
-    log(`${label}: reads (${jobs} import jobs of the client); walking nextCursor half-way`);
-    const walk = await walkCursor(gateway.base, client.apiKey, Math.floor(jobs / 2));
+    const depth = Math.min(opts.walkJobs || Math.floor(jobs / 2), Math.floor(jobs / 2));
+    log(`${label}: reads (${jobs} import jobs of the client); following nextCursor ${depth} jobs deep`);
+    const walk = await walkCursor(gateway.base, client.apiKey, depth);
     const oneJob = (
       await pool.query('SELECT id FROM import_jobs WHERE client_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1', [
         client.clientId,
-        Math.floor(jobs / 2),
+        depth,
       ])
     ).rows[0].id;
     const reads = await readFigures(
@@ -326,6 +361,10 @@ function report(
     rows.push({ name, empty: round(pick(empty).p99), filled: round(pick(filled).p99), unit: 'ms p99', aimMs });
   apply('applied: new targets', (m) => m.applyNew);
   apply('applied: updates of existing targets', (m) => m.applyUpdates);
+  const chunkP50 = (name: string, pick: (m: Measured) => ApplyPhase) =>
+    rows.push({ name, empty: round(pick(empty).applyMs.p50), filled: round(pick(filled).applyMs.p50), unit: 'ms p50' });
+  chunkP50('a chunk of new targets applied', (m) => m.applyNew);
+  chunkP50('a chunk of updates applied', (m) => m.applyUpdates);
   p99(`gateway: push of ${opts.batchSize} new targets`, (m) => m.pushNew.latencyMs);
   p99(`gateway: push of ${opts.batchSize} updates`, (m) => m.pushUpdates.latencyMs);
   p99(`idempotent replay, ${opts.batchSize}-target batch`, (m) => m.replayBatches.latencyMs);
@@ -397,6 +436,9 @@ function report(
     line(widths.map((w) => '-'.repeat(w))),
     ...all.slice(1).map(line),
     '',
+    `CPU of other processes (not the bench's, the broker's or PostgreSQL's) during the applies, of ${machineFacts(loadAtStart).cpus} cores: ` +
+      `empty ${empty.applyNew.cpu.otherCores} (new), ${empty.applyUpdates.cpu.otherCores} (updates); ` +
+      `filled ${filled.applyNew.cpu.otherCores}, ${filled.applyUpdates.cpu.otherCores}`,
     `replays made no new import job: empty ${empty.newJobsByReplays === 0}, filled ${filled.newJobsByReplays === 0}; ` +
       `statuses: ${JSON.stringify(filled.replayBatches.statuses)} ${JSON.stringify(filled.replaySmall.statuses)}`,
     `machine: ${machineFacts(loadAtStart).cpus} cores, load average at start ${loadAtStart.join(' ')}, at end ${loadavg()
