@@ -1,13 +1,16 @@
 // The mixed load of the PostgreSQL failover test (issue 40), beside the harness's: material
-// usages, appointment requests (OAuth), event-feed long-polls; and the admin CLI in the test
-// process. Used by the failover test and the rolling-upgrade test (issue 52), which runs it
-// against two releases' gateways.
+// usages, appointment requests (OAuth), event-feed long-polls; what they became at the end, and
+// the checks on it; and the admin CLI in the test process. Used by the failover test and the
+// rolling-upgrade test (issue 52), which runs it against two releases' gateways.
 import { Writable } from 'node:stream';
+import type pg from 'pg';
+import { expect } from 'vitest';
 import { runAdmin } from '../../src/admin/run.js';
 import { bearer } from '../support/fixtures.js';
-import { materialsPath } from '../support/materials.js';
+import { balanceOf, materialsPath, usageLedger } from '../support/materials.js';
 import { scaled } from '../support/time-scale.js';
-import type { Scenario } from './harness.js';
+import type { WebhookReceiver } from '../support/webhook-receiver.js';
+import { waitFor, type Scenario } from './harness.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -105,7 +108,7 @@ export class MixedLoad {
     private readonly s: Scenario,
     private readonly item: { sku: string; unit: string },
     /** Usage event ids and appointment references start with it. */
-    private readonly prefix = 'failover',
+    readonly prefix = 'failover',
   ) {}
 
   private base() {
@@ -254,4 +257,122 @@ export async function adminCli(s: Scenario, ...argv: string[]): Promise<any> {
   });
   if (code !== 0) throw new Error(`admin ${argv.join(' ')} exited ${code}: ${err}`);
   return JSON.parse(out);
+}
+
+/** What the usages draw on: the demo tenant's VALVE-BALL-12 at WH-MAIN, and its balance now. */
+export async function mixedLoadStock(pool: pg.Pool, tenantId: string) {
+  const { rows } = await pool.query(
+    `SELECT i.id AS item, i.sku, i.unit_of_measure AS unit, l.id AS location FROM inventory_items i, inventory_locations l
+      WHERE i.tenant_id = $1 AND l.tenant_id = $1 AND i.sku = 'VALVE-BALL-12' AND l.external_code = 'WH-MAIN'`,
+    [tenantId],
+  );
+  const item = rows[0] as { item: string; sku: string; unit: string; location: string };
+  return { item, startBalance: (await balanceOf(pool, item.item, item.location))! };
+}
+
+export type MixedLoadOutcome = Awaited<ReturnType<typeof mixedLoadOutcome>>;
+
+/**
+ * What the mixed load's acknowledged requests became, read once the load has stopped: waits for
+ * the usages, appointment requests and webhook deliveries to settle and for the feed to be read
+ * to the end (each up to a deadline), then reads the ledgers, the dead letters, the webhooks the
+ * receiver got and the feed's order. `expectMixedLoadOutcome` judges it.
+ */
+export async function mixedLoadOutcome(
+  s: Scenario,
+  mixed: MixedLoad,
+  {
+    pool,
+    receiver,
+    stock,
+  }: { pool: pg.Pool; receiver: WebhookReceiver; stock: Awaited<ReturnType<typeof mixedLoadStock>> },
+) {
+  const tenantId = s.demo.tenantId;
+  const clientId = s.demo.clients.all!.clientId;
+  const settled = await waitFor(async () => {
+    const { rows } = await pool.query(
+      `SELECT (SELECT count(*)::int FROM material_usages WHERE tenant_id = $1 AND status = 'Pending') AS usages,
+              (SELECT count(*)::int FROM appointment_requests WHERE tenant_id = $1 AND status = 'Submitted') AS appointments,
+              (SELECT count(*)::int FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+                WHERE e.client_id = $2 AND d.status IN ('Pending', 'Delivering')) AS deliveries`,
+      [tenantId, clientId],
+    );
+    return rows[0].usages === 0 && rows[0].appointments === 0 && rows[0].deliveries === 0;
+  }, 120_000);
+
+  const ledger = await usageLedger(pool, tenantId, `${mixed.prefix}-usage`);
+  const byEvent = new Map(ledger.map((r) => [r.external_event_id, r]));
+  const usages = {
+    notBookedOnce: [...mixed.usages.keys()].filter(
+      (id) => byEvent.get(id)?.status !== 'Applied' || byEvent.get(id)?.movements !== 1,
+    ),
+    failed: ledger.filter((r) => r.status === 'Failed').map((r) => r.external_event_id as string),
+    balance: await balanceOf(pool, stock.item.item, stock.item.location),
+    expectedBalance: stock.startBalance - [...mixed.usages.values()].reduce((a, b) => a + b, 0),
+  };
+
+  const { rows: aprs } = await pool.query(
+    `SELECT external_reference, status, count(*) OVER (PARTITION BY external_reference)::int AS n
+       FROM appointment_requests WHERE tenant_id = $1`,
+    [tenantId],
+  );
+  const aprByRef = new Map(aprs.map((r) => [r.external_reference as string, r]));
+  const appointments = {
+    notOnceReviewed: [...mixed.appointments.keys()].filter(
+      (ref) => aprByRef.get(ref)?.status !== 'PendingReview' || aprByRef.get(ref)?.n !== 1,
+    ),
+    failed: aprs.filter((r) => r.status === 'Failed').map((r) => `${r.external_reference}`),
+  };
+
+  const deadLetters: { count: number; error?: string } = await adminCli(
+    s,
+    'dead-letters',
+    'list',
+    '--include-handled',
+  ).catch((e: Error) => ({ count: -1, error: e.message }));
+
+  // Webhooks: every event of the client delivered (Succeeded) and received by the receiver.
+  const { rows: events } = await pool.query(
+    `SELECT e.id, d.status FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.client_id = $1`,
+    [clientId],
+  );
+  const receivedIds = new Map<string, number>();
+  for (const r of receiver.received('/hooks'))
+    receivedIds.set(r.headers['webhook-id']!, (receivedIds.get(r.headers['webhook-id']!) ?? 0) + 1);
+  const webhooks = {
+    events: events.length,
+    notDelivered: events.filter((e) => e.status !== 'Succeeded' || !receivedIds.has(e.id)).map((e) => e.id as string),
+    duplicates: [...receivedIds.values()].filter((n) => n > 1).length,
+  };
+
+  // The feed: read to the end, each event once, in the table's feed order.
+  const fed = await waitFor(() => mixed.feed.length >= events.length, 60_000);
+  const { rows: feed } = await pool.query(
+    `SELECT id, created_at FROM webhook_events WHERE client_id = $1 ORDER BY feed_seq`,
+    [clientId],
+  );
+  const feedOrder = feed.map((r) => ({ id: r.id as string, createdAt: (r.created_at as Date).getTime() }));
+  return { settled, usages, appointments, deadLetters, webhooks, fed, feedOrder };
+}
+
+/** The checks on it (soft: every failure is reported), each message after `label`. */
+export function expectMixedLoadOutcome(o: MixedLoadOutcome, mixed: MixedLoad, label = '') {
+  expect.soft(o.settled, `${label}usages applied, appointments validated, webhooks delivered`).toBe(true);
+  expect.soft(o.usages.notBookedOnce, `${label}acknowledged usages not Applied once`).toEqual([]);
+  expect.soft(o.usages.failed, `${label}usages Failed`).toEqual([]);
+  expect.soft(o.usages.balance, `${label}stock balance`).toBe(o.usages.expectedBalance);
+  expect
+    .soft(o.appointments.notOnceReviewed, `${label}acknowledged appointment requests not once PendingReview`)
+    .toEqual([]);
+  expect.soft(o.appointments.failed, `${label}appointment requests Failed`).toEqual([]);
+  expect.soft(o.deadLetters, `${label}dead letters (admin dead-letters list)`).toMatchObject({ count: 0 });
+  expect.soft(o.webhooks.notDelivered, `${label}webhook events not delivered`).toEqual([]);
+  expect.soft(o.fed, `${label}the feed read to the end`).toBe(true);
+  expect
+    .soft(
+      mixed.feed.map((e) => e.id),
+      `${label}the feed, each event once in feed order`,
+    )
+    .toEqual(o.feedOrder.map((r) => r.id));
+  expect.soft(mixed.unfinished, `${label}requests given up on`).toEqual([]);
 }

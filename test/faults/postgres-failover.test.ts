@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type pg from 'pg';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
 import { admin } from '../support/fixtures.js';
-import { balanceOf, usageLedger } from '../support/materials.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import {
   otherNode,
@@ -14,7 +13,7 @@ import {
 } from '../support/throwaway-pg-ha.js';
 import { scaled } from '../support/time-scale.js';
 import { appliedAgain } from './failover-figures.js';
-import { adminCli, count, MixedLoad, ok } from './mixed-load.js';
+import { count, expectMixedLoadOutcome, MixedLoad, mixedLoadOutcome, mixedLoadStock, ok } from './mixed-load.js';
 import {
   converge,
   expectedOracle,
@@ -162,14 +161,8 @@ describe.skipIf(unavailable)('PostgreSQL failover (Patroni, synchronous replicat
       const { load, demo } = s;
       const clientId = demo.clients.all!.clientId;
       await admin(pool, webhookCreate, ['--client', clientId, '--url', receiver.url('/hooks'), '--events', 'all']);
-      const { rows: stock } = await pool.query(
-        `SELECT i.id AS item, i.sku, i.unit_of_measure AS unit, l.id AS location FROM inventory_items i, inventory_locations l
-          WHERE i.tenant_id = $1 AND l.tenant_id = $1 AND i.sku = 'VALVE-BALL-12' AND l.external_code = 'WH-MAIN'`,
-        [demo.tenantId],
-      );
-      const item = stock[0] as { item: string; sku: string; unit: string; location: string };
-      const startBalance = (await balanceOf(pool, item.item, item.location))!;
-      const mixed = new MixedLoad(s, item);
+      const stock = await mixedLoadStock(pool, demo.tenantId);
+      const mixed = new MixedLoad(s, stock.item);
       const probes: Probe[] = [];
       const stopProbes = pollReadiness(s, probes);
 
@@ -302,67 +295,10 @@ describe.skipIf(unavailable)('PostgreSQL failover (Patroni, synchronous replicat
         // Pause the writers and settle, then judge everything acknowledged so far.
         await Promise.all([load.stop(), mixed.stop()]);
         const converged = await converge(pool, demo.tenantId);
-        const settled = await waitFor(async () => {
-          const { rows } = await pool.query(
-            `SELECT (SELECT count(*)::int FROM material_usages WHERE tenant_id = $1 AND status = 'Pending') AS usages,
-                    (SELECT count(*)::int FROM appointment_requests WHERE tenant_id = $1 AND status = 'Submitted') AS appointments,
-                    (SELECT count(*)::int FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-                      WHERE e.client_id = $2 AND d.status IN ('Pending', 'Delivering')) AS deliveries`,
-            [demo.tenantId, clientId],
-          );
-          return rows[0].usages === 0 && rows[0].appointments === 0 && rows[0].deliveries === 0;
-        }, 120_000);
         const result = await oracle(pool, load, demo.tenantId, s.sourceSystem);
         const expected = expectedOracle(load);
-
-        const ledger = await usageLedger(pool, demo.tenantId, 'failover-usage');
-        const byEvent = new Map(ledger.map((r) => [r.external_event_id, r]));
-        const usageFigures = {
-          notBookedOnce: [...mixed.usages.keys()].filter(
-            (id) => byEvent.get(id)?.status !== 'Applied' || byEvent.get(id)?.movements !== 1,
-          ),
-          failed: ledger.filter((r) => r.status === 'Failed').map((r) => r.external_event_id),
-          balance: await balanceOf(pool, item.item, item.location),
-          expectedBalance: startBalance - [...mixed.usages.values()].reduce((a, b) => a + b, 0),
-        };
-        const { rows: aprs } = await pool.query(
-          `SELECT external_reference, status, count(*) OVER (PARTITION BY external_reference)::int AS n
-             FROM appointment_requests WHERE tenant_id = $1`,
-          [demo.tenantId],
-        );
-        const aprByRef = new Map(aprs.map((r) => [r.external_reference as string, r]));
-        const appointmentFigures = {
-          notOnceReviewed: [...mixed.appointments.keys()].filter(
-            (ref) => aprByRef.get(ref)?.status !== 'PendingReview' || aprByRef.get(ref)?.n !== 1,
-          ),
-          failed: aprs.filter((r) => r.status === 'Failed').map((r) => `${r.external_reference}`),
-        };
-        const deadLetters = await adminCli(s, 'dead-letters', 'list', '--include-handled').catch(
-          (e: Error) => ({ count: -1, error: e.message }) as const,
-        );
-
-        // Webhooks: every event of the client delivered (Succeeded) and received here.
-        const { rows: events } = await pool.query(
-          `SELECT e.id, e.created_at, d.status FROM webhook_events e
-             LEFT JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.client_id = $1`,
-          [clientId],
-        );
-        const receivedIds = new Map<string, number>();
-        for (const r of receiver.received('/hooks'))
-          receivedIds.set(r.headers['webhook-id']!, (receivedIds.get(r.headers['webhook-id']!) ?? 0) + 1);
-        const webhookFigures = {
-          notDelivered: events.filter((e) => e.status !== 'Succeeded' || !receivedIds.has(e.id)).map((e) => e.id),
-          duplicates: [...receivedIds.values()].filter((n) => n > 1).length,
-        };
-
-        // The feed: read to the end, each event once in the table's feed order; events written after
-        // the route moved reached a long-poll.
-        const fed = await waitFor(() => mixed.feed.length >= events.length, 60_000);
-        const { rows: feedOrder } = await pool.query(
-          `SELECT id, created_at FROM webhook_events WHERE client_id = $1 ORDER BY feed_seq`,
-          [clientId],
-        );
-        const createdAt = new Map(feedOrder.map((r) => [r.id as string, (r.created_at as Date).getTime()]));
+        const outcome = await mixedLoadOutcome(s, mixed, { pool, receiver, stock });
+        const createdAt = new Map(outcome.feedOrder.map((r) => [r.id, r.createdAt]));
         const after = mixed.feed.filter((e) => (createdAt.get(e.id) ?? 0) >= routed);
         const delays = after.map((e) => e.at - createdAt.get(e.id)!).sort((a, b) => a - b);
         const earlyPolls = mixed.polls.filter(
@@ -453,9 +389,9 @@ describe.skipIf(unavailable)('PostgreSQL failover (Patroni, synchronous replicat
             `  requests from the fault to writes acknowledged again (${attempts.length}): failed by status ${JSON.stringify(Object.fromEntries(byStatus))}; ` +
               `${[...reasons].map(([k, v]) => `${v}x "${k}"`).join(', ')}; slowest answer (long-polls aside) ${seconds(slowest)} s`,
             `  checked: ${result.importJobs.acknowledged} import jobs (${result.targets.acknowledged} targets), ${result.jobs.acknowledged} jobs, ` +
-              `${mixed.usages.size} material usages (balance ${usageFigures.balance}, expected ${usageFigures.expectedBalance}), ` +
-              `${mixed.appointments.size} appointment requests, ${events.length} webhook events (${webhookFigures.duplicates} delivered twice), ` +
-              `dead letters ${deadLetters.count}, feed ${mixed.feed.length} events read; ${after.length} written after the route moved ` +
+              `${mixed.usages.size} material usages (balance ${outcome.usages.balance}, expected ${outcome.usages.expectedBalance}), ` +
+              `${mixed.appointments.size} appointment requests, ${outcome.webhooks.events} webhook events (${outcome.webhooks.duplicates} delivered twice), ` +
+              `dead letters ${outcome.deadLetters.count}, feed ${mixed.feed.length} events read; ${after.length} written after the route moved ` +
               `reached long-polls after ${seconds(delays[0])}..${seconds(delays.at(-1))} s (${earlyPolls} long-polls woken early)`,
             `  old node back as sync standby +${seconds(rejoined === null ? null : rejoined - run.t0)} s`,
           ].join('\n'),
@@ -468,28 +404,11 @@ describe.skipIf(unavailable)('PostgreSQL failover (Patroni, synchronous replicat
         expect.soft(resumed, `${name}: every worker kind applied again: ${JSON.stringify(kinds)}`).toBe(true);
         expect.soft(rejoined, `${name}: node${run.from} back as the synchronous standby`).not.toBeNull();
         expect.soft(converged, `${name}: every import job and job request settled`).toBe(true);
-        expect.soft(settled, `${name}: usages applied, appointments validated, webhooks delivered`).toBe(true);
         expect.soft(result, `${name}: acknowledged writes exactly once and done`).toEqual(expected);
-        expect.soft(usageFigures.notBookedOnce, `${name}: acknowledged usages not Applied once`).toEqual([]);
-        expect.soft(usageFigures.failed, `${name}: usages Failed`).toEqual([]);
-        expect.soft(usageFigures.balance, `${name}: stock balance`).toBe(usageFigures.expectedBalance);
-        expect
-          .soft(appointmentFigures.notOnceReviewed, `${name}: acknowledged appointment requests not once PendingReview`)
-          .toEqual([]);
-        expect.soft(appointmentFigures.failed, `${name}: appointment requests Failed`).toEqual([]);
-        expect.soft(deadLetters, `${name}: dead letters (admin dead-letters list)`).toMatchObject({ count: 0 });
-        expect.soft(webhookFigures.notDelivered, `${name}: webhook events not delivered`).toEqual([]);
-        expect.soft(fed, `${name}: the feed read to the end`).toBe(true);
-        expect
-          .soft(
-            mixed.feed.map((e) => e.id),
-            `${name}: the feed, each event once in feed order`,
-          )
-          .toEqual(feedOrder.map((r) => r.id));
+        expectMixedLoadOutcome(outcome, mixed, `${name}: `);
         expect
           .soft(after.length, `${name}: events written after the route moved, seen by long-polls`)
           .toBeGreaterThan(0);
-        expect.soft(mixed.unfinished, `${name}: requests given up on`).toEqual([]);
         expect
           .soft(
             [
