@@ -93,6 +93,7 @@ export async function startGateway(
       max: config.events.feedWaitersMax,
     },
     logger,
+    { onLost: (why) => metrics.listenConnectionLost(why) },
   );
   const app = createApp({
     config,

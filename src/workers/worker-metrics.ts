@@ -20,6 +20,10 @@ export type WebhookOutcome = 'succeeded' | 'retry_scheduled' | 'gave_up' | 'leas
 /** A webhook endpoint's circuit breaker opened (again, after a failed probe) or closed (a success). */
 export type BreakerTransition = 'opened' | 'closed';
 
+/** Why a LISTEN connection was replaced (shared/db/listener.ts): it failed, the server ended it, or its check failed. */
+export const listenLosses = ['error', 'end', 'check'] as const;
+export type ListenLossReason = (typeof listenLosses)[number];
+
 /**
  * How the inbound worker applied a chunk (src/workers/inbound/apply-chunk.ts): `copied` (all its
  * targets new: COPY straight into `targets`), `upserted` (through the staging table and upsert),
@@ -34,6 +38,10 @@ export interface WorkerMetrics {
   applyDuration(kind: string, seconds: number): void;
   webhookAttempt(outcome: WebhookOutcome): void;
   webhookBreaker(transition: BreakerTransition): void;
+  /** The dispatcher's LISTEN connection (wake.ts) was lost and is being replaced; it polls meanwhile. */
+  webhookListenLost(reason: ListenLossReason): void;
+  /** A renewal of the leases of the deliveries in hand failed (lease.ts); tried again at its next tick. */
+  webhookLeaseRenewalFailed(): void;
   inboundChunk(outcome: InboundChunkOutcome): void;
   /** Rows the retention pruner deleted from a table (its parents: import_jobs, with their chunks and drafts). */
   pruned(table: string, rows: number): void;
@@ -44,6 +52,8 @@ export const noWorkerMetrics: WorkerMetrics = {
   applyDuration: () => undefined,
   webhookAttempt: () => undefined,
   webhookBreaker: () => undefined,
+  webhookListenLost: () => undefined,
+  webhookLeaseRenewalFailed: () => undefined,
   inboundChunk: () => undefined,
   pruned: () => undefined,
 };

@@ -6,6 +6,7 @@ import type { Config } from '../../src/shared/config.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
+import { noWorkerMetrics } from '../../src/workers/worker-metrics.js';
 import { pruneLockId, pruneOnce } from '../../src/workers/webhooks/prune.js';
 import { wakeApplicationName } from '../../src/workers/webhooks/wake.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -55,8 +56,14 @@ const settings = (extra: Record<string, string> = {}): Config['webhooks'] =>
   }).webhooks;
 
 /** A dispatcher that LISTENs; pollIntervalMs an hour unless given (past the config's bound: set directly). */
-function dispatch(webhooks: Config['webhooks'] = { ...settings(), pollIntervalMs: anHour }) {
-  const d = startDispatcher({ webhooks, logger: createLogger('silent', 'test-wake'), pool, databaseUrl: db.url });
+function dispatch(webhooks: Config['webhooks'] = { ...settings(), pollIntervalMs: anHour }, metrics = noWorkerMetrics) {
+  const d = startDispatcher({
+    webhooks,
+    logger: createLogger('silent', 'test-wake'),
+    pool,
+    databaseUrl: db.url,
+    metrics,
+  });
   stops.push(() => d.stop());
   return d;
 }
@@ -115,8 +122,9 @@ describe('webhook dispatcher woken by NOTIFY', () => {
     expect(hits[1]!.headers['webhook-id']).toBe(eventId);
   });
 
-  it('replaces a LISTEN connection that was terminated, and is woken through the new one', async () => {
-    const d = dispatch();
+  it('replaces a LISTEN connection that was terminated, counts it, and is woken through the new one', async () => {
+    const lost: string[] = [];
+    const d = dispatch(undefined, { ...noWorkerMetrics, webhookListenLost: (why) => void lost.push(why) });
     const owner = await newOwner();
     const { path } = await newEndpoint(owner);
     await eventually(() => (d.listening() ? true : undefined), 30_000, 'the dispatcher LISTENs');
@@ -132,6 +140,8 @@ describe('webhook dispatcher woken by NOTIFY', () => {
       30_000,
       'a new LISTEN connection',
     );
+    expect(lost).toHaveLength(1); // webhook_listen_connections_lost_total (the server ended it: error or end)
+    expect(['error', 'end']).toContain(lost[0]);
 
     const [eventId] = await raiseFieldJobEvents(pool, owner, 1, 'AFTER-LOSS');
     const [hit] = await receiver.waitFor(path, 1);

@@ -76,6 +76,8 @@ async function harness(
     applyDuration: () => undefined,
     webhookAttempt: () => undefined,
     webhookBreaker: () => undefined,
+    webhookListenLost: () => undefined,
+    webhookLeaseRenewalFailed: () => undefined,
     inboundChunk: () => undefined,
     pruned: () => undefined,
   };

@@ -6,6 +6,8 @@ export type GatewayMetrics = {
   registry: Registry;
   observeRequest(method: string, route: string, status: number, seconds: number): void;
   kafkaProduceError(topic: string): void;
+  /** The event feed's LISTEN connection was lost and is being replaced (shared/db/listener.ts). */
+  listenConnectionLost(reason: 'error' | 'end' | 'check'): void;
   /** Reads the dependencies at every scrape (connect_dependency_up); called once, where the checks are built. */
   watchDependencies(read: () => Promise<DependencyReport>): void;
 };
@@ -33,6 +35,13 @@ export function createGatewayMetrics(): GatewayMetrics {
     labelNames: ['topic'] as const,
     registers: [registry],
   });
+  const listenLost = new Counter({
+    name: 'event_feed_listen_connections_lost_total',
+    help: "The event feed's LISTEN connections lost and replaced, by reason: error, end (the server ended it), check (no longer on a writable server, or no answer); waiting long-polls re-read once it is back",
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  for (const reason of ['error', 'end', 'check']) listenLost.inc({ reason }, 0);
   new Gauge({
     name: 'http_lingering_connections',
     help:
@@ -55,6 +64,9 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     kafkaProduceError(topic) {
       produceErrors.inc({ topic });
+    },
+    listenConnectionLost(reason) {
+      listenLost.inc({ reason });
     },
     watchDependencies(read) {
       registerDependencyGauge(registry, read);

@@ -7,6 +7,7 @@ import type { Readiness } from './readiness.js';
 import type { WebhookQueue } from './scrape-queries.js';
 import {
   inboundChunkOutcomes,
+  listenLosses,
   type BreakerTransition,
   type MessageOutcome,
   type WebhookOutcome,
@@ -87,6 +88,17 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     labelNames: ['transition'] as const,
     registers: [registry],
   });
+  const webhookListenLost = new Counter({
+    name: 'webhook_listen_connections_lost_total',
+    help: 'Webhook dispatcher LISTEN connections lost and replaced, by reason: error, end (the server ended it), check (no longer on a writable server, or no answer); the dispatcher polls meanwhile',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const webhookLeaseRenewalsFailed = new Counter({
+    name: 'webhook_lease_renewals_failed_total',
+    help: 'Renewals of the leases of the webhook deliveries a dispatcher has in hand that failed (tried again a third of a lease later)',
+    registers: [registry],
+  });
   const inboundChunks = new Counter({
     name: 'worker_inbound_chunks_total',
     help: 'Inbound target chunks by how they were applied: copied (all targets new, COPY straight into targets), upserted (staging table and upsert), duplicate (applied before), orphan (no such import job)',
@@ -105,6 +117,8 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
   if (hosted.webhooks) {
     for (const outcome of webhookOutcomes) webhookDeliveries.inc({ outcome }, 0);
     for (const transition of breakerTransitions) webhookBreakers.inc({ transition }, 0);
+    for (const reason of listenLosses) webhookListenLost.inc({ reason }, 0);
+    webhookLeaseRenewalsFailed.inc(0);
   }
   if (hosted.consumers.some((kind) => kind === 'inbound' || kind === 'inbound-express'))
     for (const outcome of inboundChunkOutcomes) inboundChunks.inc({ outcome }, 0);
@@ -327,6 +341,12 @@ export function createWorkerRegistry(hosted: Hosted, sources: ScrapeSources = {}
     },
     webhookBreaker(transition) {
       webhookBreakers.inc({ transition });
+    },
+    webhookListenLost(reason) {
+      webhookListenLost.inc({ reason });
+    },
+    webhookLeaseRenewalFailed() {
+      webhookLeaseRenewalsFailed.inc();
     },
     inboundChunk(outcome) {
       inboundChunks.inc({ outcome });

@@ -9,6 +9,7 @@ import { attemptDelivery, type AttemptDeps, type Begun } from './attempt.js';
 import { Batcher } from './batch.js';
 import { DispatcherSlots, unknownCostMs } from './dispatcher-slots.js';
 import { createWebhookAgents, type AttemptResult } from './post.js';
+import { leaseKeeper } from './lease.js';
 import { startEventPruner } from './prune.js';
 import { recordOutcomes, type Claimed, type Outcome, type Recorded, type RecordSettings } from './record.js';
 import { beginAttempts, claimDeliveries, claimLockId } from './sql.js';
@@ -73,7 +74,12 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   // snapshot may have missed what the notification announced.
   let pollNow = new AbortController();
   const wake = () => pollNow.abort();
-  const listener = databaseUrl ? listenForDueDeliveries(databaseUrl, wake, log) : null;
+  const listener = databaseUrl
+    ? listenForDueDeliveries(databaseUrl, wake, log, { onLost: (why) => metrics.webhookListenLost(why) })
+    : null;
+  const stopCountingRenewals = leaseKeeper(pool, leaseMs(webhooks), log).onRenewalFailed(() =>
+    metrics.webhookLeaseRenewalFailed(),
+  );
   // Claims, and the attempts to endpoints that answer, on connections of their own (as the
   // pool's, the lease keeper's way): they never queue behind the pool's checkouts for the
   // attempts to other endpoints, hundreds at once when many hanging requests time out together.
@@ -265,6 +271,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     slotsHeld: () => ({ now: webhooks.concurrency - slots.free(), peak: slots.peakHeld() }),
     async stop() {
       stopped.abort();
+      stopCountingRenewals();
       await Promise.all([loop, listener?.close()]);
       await slots.settled(); // in-flight attempts finish (each bounded by the timeout)
       agents.destroy(); // the idle kept-alive connections

@@ -18,6 +18,7 @@ import { renewLeases } from './sql.js';
  */
 export class LeaseKeeper {
   private readonly held = new Map<string, string>(); // delivery id → lease token
+  private readonly failureListeners = new Set<() => void>();
   private timer: NodeJS.Timeout | null = null;
   private readonly db: pg.Pool;
 
@@ -39,6 +40,12 @@ export class LeaseKeeper {
       allowExitOnIdle: true,
     });
     this.db.on('error', () => undefined); // an idle connection that died; the next renewal opens another
+  }
+
+  /** Told about every renewal that failed (the dispatchers' metrics); returns the way to stop telling. */
+  onRenewalFailed(listener: () => void): () => void {
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
   }
 
   /** From the claim until the outcome is recorded (or given up). */
@@ -64,6 +71,7 @@ export class LeaseKeeper {
       await this.db.query(renewLeases, [[...this.held.keys()], [...this.held.values()], this.leaseMs]);
     } catch (err) {
       this.log.warn({ err, deliveries: this.held.size }, 'webhook leases not renewed; tried again at the next tick');
+      for (const listener of this.failureListeners) listener();
     } finally {
       this.renewing = false;
     }
