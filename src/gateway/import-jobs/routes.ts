@@ -29,7 +29,7 @@ export const importJobRoutes = (pool: TenantPool, inbound: Config['inbound']): R
     responses: { 200: { description: 'A page of import jobs', schema: importJobListSchema } },
     async handler({ query, client }) {
       const { items, total, totalIsExact, lastId } = await pool.run(client.tenantId, (tx) =>
-        listImportJobs(tx, client.clientId, { ...query, afterId: query.cursor }, importJobsTotalLimit),
+        listImportJobs(tx, client, { ...query, afterId: query.cursor }, importJobsTotalLimit),
       );
       const nextCursor = lastId === null ? null : importJobsCursor.after(lastId);
       return { status: 200, body: { items, total, totalIsExact, skip: query.skip, take: query.take, nextCursor } };
