@@ -32,6 +32,7 @@ function bounds(s: JsonSchema): string {
       .map(code)
       .join(', ');
   if (s.type === 'integer') return `${s.minimum} … ${s.maximum}`;
+  if (s.type === 'number') return `${s.minimum} … ${s.maximum}, decimals allowed`;
   if (s.format === 'uri') return 'a URL';
   if (s.maxLength !== undefined) return `at most ${s.maxLength} characters`;
   return '';

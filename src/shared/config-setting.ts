@@ -11,6 +11,8 @@ export const env = <T extends z.ZodType>(name: string, schema: T, shownDefault?:
 
 export const count = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 export const int = (def: number, min: number, max: number) => count(min, max).default(def);
+/** A number that may have decimals (e.g. a retention of 0.0035 days). */
+export const decimal = (def: number, min: number, max: number) => z.coerce.number().min(min).max(max).default(def);
 
 export const text = (def = '', pattern?: RegExp, message?: string) =>
   (pattern ? z.string().regex(pattern, message) : z.string()).default(def);

@@ -1,7 +1,7 @@
 import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
 import { kafkaSecuritySettings } from './config-kafka-security.js';
-import { count, env, flag, int, oneOf, section, settingsOf, text } from './config-setting.js';
+import { count, decimal, env, flag, int, oneOf, section, settingsOf, text } from './config-setting.js';
 
 // Every environment variable the processes read, declared once: its variable, schema (default,
 // bounds), field and description. The Config type is inferred from it, and the reference in
@@ -20,7 +20,11 @@ const list = (value: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 const secondsToMs = (value: string) => value.split(',').map((s) => Math.round(Number(s) * 1000));
-const hoursToMs = (hours: number) => hours * 3_600_000;
+const hoursToMs = (hours: number) => Math.round(hours * 3_600_000);
+const daysToMs = (days: number) => Math.round(days * 86_400_000);
+// Retention periods take decimals (a soak runs with minutes: bench:soak), down to about a minute.
+const minuteInDays = 0.00069; // 0.99 minutes: 1/1440 written with 5 or more decimals passes
+const minuteInHours = 0.0166; // 0.996 minutes: 1/60 written with 4 or more decimals passes
 const orHostAndPid = (id: string) => id.trim() || `${hostname()}:${process.pid}`;
 
 const postgresDefault = 'postgres://postgres@127.0.0.1:5432/connect';
@@ -284,8 +288,8 @@ const webhooks = section('webhook endpoints and their dispatcher', {
 });
 
 const events = section('the event feed and its retention', {
-  retentionMs: env('EVENT_RETENTION_HOURS', int(336, 1, 87_600).transform(hoursToMs)).describe(
-    'events (with their deliveries and attempts) older than this many hours are pruned; an event feed cursor older than the oldest kept is 410 `cursor_expired`',
+  retentionMs: env('EVENT_RETENTION_HOURS', decimal(336, minuteInHours, 87_600).transform(hoursToMs)).describe(
+    'events (with their deliveries and attempts) older than this many hours are pruned; an event feed cursor older than the oldest kept is 410 `cursor_expired`. Decimals allowed (`0.1`: 6 minutes), down to about a minute: short retention is for soaks and tests (`npm run bench:soak`)',
   ),
   pruneIntervalMs: env('EVENT_PRUNE_INTERVAL_MS', int(60_000, 100, 86_400_000)).describe(
     'how often each webhook dispatcher prunes events past the retention',
@@ -305,17 +309,14 @@ const events = section('the event feed and its retention', {
 });
 
 const retention = section('retention of what only says what happened to a request', {
-  importJobRetentionMs: env(
-    'IMPORT_JOB_RETENTION_DAYS',
-    int(90, 1, 3650).transform((days) => days * 86_400_000),
-  ).describe(
-    'finished import jobs (with their chunk ledger and route drafts) are pruned this many days after they finished; the targets they brought stay. Also the inbound idempotency window: a batch sent again with the same `Idempotency-Key` (or `externalBatchId`) after its job was pruned is a new import job (at least 1 day, so a replay within 24 h always answers the same job)',
+  importJobRetentionMs: env('IMPORT_JOB_RETENTION_DAYS', decimal(90, minuteInDays, 3650).transform(daysToMs)).describe(
+    'finished import jobs (with their chunk ledger and route drafts) are pruned this many days after they finished; the targets they brought stay. Also the inbound idempotency window: a batch sent again with the same `Idempotency-Key` (or `externalBatchId`) after its job was pruned is a new import job. Decimals allowed (`0.0035`: about 5 minutes), down to about a minute, for soaks and tests (`npm run bench:soak`); in production keep at least `1` (a day), so a replay within 24 h always answers the same job',
   ),
   deadLetterRetentionMs: env(
     'DEAD_LETTER_RETENTION_DAYS',
-    int(90, 1, 3650).transform((days) => days * 86_400_000),
+    decimal(90, minuteInDays, 3650).transform(daysToMs),
   ).describe(
-    "operators' dead-letter replays and purges (`dead_letter_actions`) and the marks of the dead letters each handled (`dead_letters_handled`) are pruned this many days after they were made: a mark once Kafka no longer retains its dead letter (until then it keeps that replayed or purged dead letter out of lists, replays and `connect_dead_letters`, whatever its age), an action once none of its marks is left",
+    "operators' dead-letter replays and purges (`dead_letter_actions`) and the marks of the dead letters each handled (`dead_letters_handled`) are pruned this many days after they were made: a mark once Kafka no longer retains its dead letter (until then it keeps that replayed or purged dead letter out of lists, replays and `connect_dead_letters`, whatever its age), an action once none of its marks is left. Decimals allowed, down to about a minute (`0.00069`), as for `IMPORT_JOB_RETENTION_DAYS`",
   ),
   pruneIntervalMs: env('RETENTION_PRUNE_INTERVAL_MS', int(60_000, 100, 86_400_000)).describe(
     'how often a worker process prunes what is past its retention (one process at a time across all replicas, whatever kinds it hosts; bounded batches of 1,000)',

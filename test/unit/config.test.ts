@@ -46,6 +46,23 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads retention periods with decimals, down to about a minute, and whole ones as before', () => {
+    const c = loadConfig({
+      IMPORT_JOB_RETENTION_DAYS: '0.0035',
+      DEAD_LETTER_RETENTION_DAYS: '0.5',
+      EVENT_RETENTION_HOURS: '0.1',
+    });
+    expect(c.retention.importJobRetentionMs).toBe(302_400); // 5.04 minutes
+    expect(c.retention.deadLetterRetentionMs).toBe(43_200_000);
+    expect(c.events.retentionMs).toBe(360_000);
+    const whole = loadConfig({});
+    expect(whole.retention.importJobRetentionMs).toBe(90 * 86_400_000);
+    expect(whole.events.retentionMs).toBe(336 * 3_600_000);
+    expect(loadConfig({ IMPORT_JOB_RETENTION_DAYS: '7' }).retention.importJobRetentionMs).toBe(7 * 86_400_000);
+    expect(() => loadConfig({ IMPORT_JOB_RETENTION_DAYS: '0.0001' })).toThrow(/IMPORT_JOB_RETENTION_DAYS="0.0001"/);
+    expect(() => loadConfig({ EVENT_RETENTION_HOURS: '0.01' })).toThrow(/EVENT_RETENTION_HOURS="0.01"/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ PORT: '' }).http.port).toBe(8080);
   });

@@ -10,7 +10,8 @@ import { eventPageSchema, listEventsQuery } from './schemas.js';
 import { singleFlightAfter } from './sequencer.js';
 import { readFeedPage, type FeedPage } from './store.js';
 
-const retentionHours = (events: Config['events']) => Math.round(events.retentionMs / 3_600_000);
+// Decimals when EVENT_RETENTION_HOURS has them (a soak's minutes): 0.1, not 0.
+const retentionHours = (events: Config['events']) => Number((events.retentionMs / 3_600_000).toFixed(2));
 
 /** pool: unscoped, for the feed's sequencing (across tenants); tenantPool: the caller's page. */
 export const eventRoutes = (
