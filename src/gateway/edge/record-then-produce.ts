@@ -81,7 +81,10 @@ export async function recordThenProduce<T>(
     return result;
   } catch (err) {
     broken = await abandonTransaction(tx, err); // e.g. 25006: a read-only old primary is not kept in the pool
-    if (phase === 'kafka') throw unavailable('Kafka');
+    if (phase === 'kafka') {
+      state.kafkaFailed();
+      throw unavailable('Kafka');
+    }
     if (isPostgresUnavailable(err)) throw unavailable('PostgreSQL');
     throw err;
   } finally {
