@@ -195,12 +195,14 @@ async function materialsLoad(
       const quantity = (id: string) => ((Number(id.slice(id.lastIndexOf('-') + 1)) % 9) + 1) / 8;
       const refused = [...answered].filter(([, st]) => !st.has(200)).length;
       console.log(
-        `faults[cluster-leader-kill]: material usages ${answered.size} events in ${runs.length} bursts of 10 clients: ${acknowledged.length} acknowledged, ${refused} answered only 503`,
+        `faults[cluster-leader-kill]: material usages ${answered.size} events in ${runs.length} bursts of 10 clients: ${acknowledged.length} acknowledged, ${refused} answered only 503 or 429 (${statuses.filter((r) => r.status === 429).length} × 429)`,
       );
       return {
         acknowledged: acknowledged.length,
+        // 429: the tenant's share of the edge pool full past its queue's wait (ten clients' bursts
+        // beside the load's writes, on a loaded machine): nothing done, retried after Retry-After.
         otherStatuses: statuses
-          .filter((r) => r.status !== 200 && r.status !== 503)
+          .filter((r) => r.status !== 200 && r.status !== 503 && r.status !== 429)
           .map((r) => `${r.eventId} ${r.status}`),
         notBookedOnce: acknowledged.filter((id) => byId.get(id)?.status !== 'Applied' || byId.get(id)?.movements !== 1),
         refusedButStored: [...answered].filter(([id, st]) => !st.has(200) && byId.has(id)).map(([id]) => id),
@@ -296,7 +298,7 @@ describe('a three-broker cluster over SASL_SSL and mutual TLS', () => {
       const report = await finishScenario(s);
 
       expect.soft(warm, 'writes acknowledged before the fault').toBe(true);
-      expect.soft(usages.otherStatuses, 'material usages answered other than 200/503').toEqual([]);
+      expect.soft(usages.otherStatuses, 'material usages answered other than 200/503/429').toEqual([]);
       expect.soft(usages.acknowledged, 'material usages acknowledged').toBeGreaterThan(0);
       expect.soft(usages.notBookedOnce, 'acknowledged usages not Applied with exactly one stock movement').toEqual([]);
       expect.soft(usages.refusedButStored, 'usages answered only 503 yet stored').toEqual([]);
