@@ -1,10 +1,6 @@
-import { inTransaction, type Pool, type PoolClient } from '../../shared/db/pool.js';
+import type { Pool } from '../../shared/db/pool.js';
 import type { PartitionOffsets } from '../../shared/kafka/bus.js';
-
-/** Rows one prune statement deletes at most: a short transaction each. */
-export const deadLetterPruneBatch = 1000;
-/** How long one batch may take (SET LOCAL statement_timeout): a batch, never a table scan's worth. */
-const batchStatementTimeoutMs = 30_000;
+import { inPruneBatches } from './batches.js';
 
 /** A dead-letter topic's partitions and their watermarks (the worker's bus.topicOffsets); [] for a topic Kafka does not have. */
 export type DeadLetterOffsets = (topic: string) => Promise<PartitionOffsets[]>;
@@ -53,11 +49,7 @@ const pastRetention = (n: number) => `a.at < now() - make_interval(secs => $${n}
 export async function pruneDeadLetterRecords(
   pool: Pool,
   retentionMs: number,
-  {
-    offsets,
-    batchSize = deadLetterPruneBatch,
-    signal,
-  }: { offsets?: DeadLetterOffsets; batchSize?: number; signal?: AbortSignal } = {},
+  { offsets, ...batches }: { offsets?: DeadLetterOffsets; batchSize?: number; signal?: AbortSignal } = {},
 ) {
   const pruned = { actions: 0, marks: 0 };
   // The topics of the actions past retention: operators' actions are few, and so are their topics.
@@ -69,19 +61,7 @@ export async function pruneDeadLetterRecords(
     topics.map((r) => r.dlq_topic),
     offsets,
   );
-  const inBatches = async (deleteBatch: (tx: PoolClient) => Promise<number>) => {
-    let total = 0;
-    while (!signal?.aborted) {
-      const n = await inTransaction(pool, async (tx) => {
-        await tx.query(`SET LOCAL statement_timeout = ${batchStatementTimeoutMs}`);
-        return deleteBatch(tx);
-      });
-      total += n;
-      if (n < batchSize) break;
-    }
-    return total;
-  };
-  pruned.marks = await inBatches(async (tx) => {
+  pruned.marks = await inPruneBatches(pool, batches, async (tx, batchSize) => {
     const { rowCount } = await tx.query(
       `DELETE FROM dead_letters_handled WHERE (dlq_topic, dlq_partition, dlq_offset) IN (
          SELECT h.dlq_topic, h.dlq_partition, h.dlq_offset
@@ -92,7 +72,7 @@ export async function pruneDeadLetterRecords(
     );
     return rowCount ?? 0;
   });
-  pruned.actions = await inBatches(async (tx) => {
+  pruned.actions = await inPruneBatches(pool, batches, async (tx, batchSize) => {
     const { rowCount } = await tx.query(
       `DELETE FROM dead_letter_actions WHERE id IN (
          SELECT a.id FROM dead_letter_actions a

@@ -1,9 +1,5 @@
-import { inTransaction, type Pool } from '../../shared/db/pool.js';
-
-/** Jobs one prune statement deletes at most (with their chunks and drafts): a short transaction each. */
-export const importJobPruneBatch = 1000;
-/** How long one batch may take (SET LOCAL statement_timeout): a batch, never a table scan's worth. */
-const batchStatementTimeoutMs = 30_000;
+import type { Pool } from '../../shared/db/pool.js';
+import { inPruneBatches } from './batches.js';
 
 /**
  * Deletes import jobs that finished more than `retentionMs` ago, with their chunk ledger and
@@ -15,32 +11,25 @@ const batchStatementTimeoutMs = 30_000;
  * skipped, never waited for. `signal` ends the round between batches (a stopping worker does not
  * wait for a year's backlog). Returns how many jobs went.
  */
-export async function pruneImportJobs(
+export function pruneImportJobs(
   pool: Pool,
   retentionMs: number,
-  { batchSize = importJobPruneBatch, signal }: { batchSize?: number; signal?: AbortSignal } = {},
-) {
-  let pruned = 0;
-  while (!signal?.aborted) {
-    const n = await inTransaction(pool, async (tx) => {
-      await tx.query(`SET LOCAL statement_timeout = ${batchStatementTimeoutMs}`);
-      const { rows } = await tx.query<{ id: string }>(
-        `SELECT id FROM import_jobs
-          WHERE completed_at < now() - make_interval(secs => $1::double precision / 1000)
-          ORDER BY completed_at LIMIT $2
-            FOR UPDATE SKIP LOCKED`,
-        [retentionMs, batchSize],
-      );
-      if (rows.length === 0) return 0;
-      const ids = rows.map((r) => r.id);
-      // The children first: both reference the job.
-      await tx.query('DELETE FROM route_suggestions WHERE import_job_id = ANY($1::bigint[])', [ids]);
-      await tx.query('DELETE FROM import_job_chunks WHERE import_job_id = ANY($1::bigint[])', [ids]);
-      await tx.query('DELETE FROM import_jobs WHERE id = ANY($1::bigint[])', [ids]);
-      return ids.length;
-    });
-    pruned += n;
-    if (n < batchSize) break;
-  }
-  return pruned;
+  options: { batchSize?: number; signal?: AbortSignal } = {},
+): Promise<number> {
+  return inPruneBatches(pool, options, async (tx, batchSize) => {
+    const { rows } = await tx.query<{ id: string }>(
+      `SELECT id FROM import_jobs
+        WHERE completed_at < now() - make_interval(secs => $1::double precision / 1000)
+        ORDER BY completed_at LIMIT $2
+          FOR UPDATE SKIP LOCKED`,
+      [retentionMs, batchSize],
+    );
+    if (rows.length === 0) return 0;
+    const ids = rows.map((r) => r.id);
+    // The children first: both reference the job.
+    await tx.query('DELETE FROM route_suggestions WHERE import_job_id = ANY($1::bigint[])', [ids]);
+    await tx.query('DELETE FROM import_job_chunks WHERE import_job_id = ANY($1::bigint[])', [ids]);
+    await tx.query('DELETE FROM import_jobs WHERE id = ANY($1::bigint[])', [ids]);
+    return ids.length;
+  });
 }
