@@ -1,8 +1,11 @@
 // `npm run bench:soak` (issue 51, "a size that stops growing"): retention set to minutes and a
 // steady mixed load for BENCH_SOAK_MINUTES (default 30), on a database of its own
 // (bench/lib/bench-database.ts) on a PostgreSQL cluster of its own at PostgreSQL's defaults
-// (bench/lib/soak-postgres.ts: autovacuum on whatever the machine's server says;
-// BENCH_SOAK_POSTGRES=server uses DATABASE_URL's server as it is set instead), served by a gateway and one worker runner of the tree hosting every
+// (test/support/throwaway-postgres.ts, fsync on: autovacuum on whatever the machine's server says)
+// but for autovacuum's naptime, BENCH_SOAK_AUTOVACUUM_NAPTIME (5s: retention in minutes compresses
+// time some 8,000-fold, and a 60 s naptime would then stand for vacuums days apart; 'default' keeps
+// 60 s); BENCH_SOAK_POSTGRES=server uses DATABASE_URL's server as it is set instead), served by a
+// gateway and one worker runner of the tree hosting every
 // kind (inbound, inbound-express, jobs, materials, appointments, the webhook dispatcher; the
 // retention pruner runs in it), with a webhook receiver on 127.0.0.1 (bench/lib/webhook-receivers.ts)
 // that an endpoint of the load's client ('*' event types) points at.
@@ -45,9 +48,9 @@ import { benchDatabase, type BenchDatabase } from './lib/bench-database.js';
 import { envInt } from './lib/env.js';
 import { deleteRunArtifacts } from './lib/kafka-admin.js';
 import { benchGatewayNodeFlags, machineFacts, runBench, spawnTsx, type Child } from './lib/processes.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../test/support/throwaway-postgres.js';
 import { capacityEnv } from './lib/service-env.js';
 import { soakPlot } from './lib/soak-plot.js';
-import { startSoakPostgres } from './lib/soak-postgres.js';
 import {
   applyTimes,
   keptTables,
@@ -69,11 +72,12 @@ const opts = {
   batchSeconds: envInt('BENCH_SOAK_BATCH_SECONDS', 10),
   singlesPerSecond: envInt('BENCH_SOAK_SINGLES_PER_SECOND', 2),
   readsPerSecond: envInt('BENCH_SOAK_READS_PER_SECOND', 4),
+  autovacuumNaptime: process.env.BENCH_SOAK_AUTOVACUUM_NAPTIME || '5s',
 };
 const ownServer = process.env.BENCH_SOAK_POSTGRES !== 'server';
 const runId = randomBytes(4).toString('hex');
 let database: BenchDatabase | undefined;
-let cluster: Awaited<ReturnType<typeof startSoakPostgres>> | undefined;
+let cluster: ThrowawayPostgres | undefined;
 const topicPrefix = `bench-soak-${runId}.`;
 const brokers = (process.env.KAFKA_BROKERS || '127.0.0.1:9092').split(',');
 const log = (line: string) => process.stderr.write(`bench:soak: ${line}\n`);
@@ -332,8 +336,10 @@ async function run() {
   const loadAtStart = loadavg().map((n) => round(n, 2));
   execFileSync(join(repoRoot, 'scripts/kafka'), ['up'], { stdio: ['ignore', 'ignore', 'inherit'], cwd: repoRoot });
   if (ownServer) {
-    cluster = await startSoakPostgres({ max_connections: '200' });
-    process.env.DATABASE_URL = cluster.serverUrl;
+    const naptime: Record<string, string> =
+      opts.autovacuumNaptime === 'default' ? {} : { autovacuum_naptime: opts.autovacuumNaptime };
+    cluster = await startThrowawayPostgres({ settings: { fsync: 'on', ...naptime } });
+    process.env.DATABASE_URL = cluster.url; // the bench's own database beside the cluster's `connect`
   }
   database = benchDatabase(`connect_bench_soak_${runId}`);
   await ensureDatabase(database.url);
@@ -459,7 +465,9 @@ async function run() {
     machine: machineFacts(loadAtStart),
     verdict: v,
     footprint: foot,
-    postgres: ownServer ? 'own cluster, PostgreSQL defaults' : "DATABASE_URL's server",
+    postgres: ownServer
+      ? `own cluster, PostgreSQL defaults, autovacuum_naptime ${opts.autovacuumNaptime}`
+      : "DATABASE_URL's server",
     postgresSettings: settings,
     statuses,
     laneP99: Object.fromEntries(Object.entries(laneMs).map(([l, ms]) => [l, p99(ms)])),

@@ -88,7 +88,9 @@ const serviceUrl = (host = '127.0.0.1', ca = join(dir, 'ca.pem')) =>
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'connect-pg-tls-'));
   await makeCertificates(dir);
-  postgres = await startThrowawayPostgres({ certFile: join(dir, 'server.crt'), keyFile: join(dir, 'server.key') });
+  postgres = await startThrowawayPostgres({
+    tls: { certFile: join(dir, 'server.crt'), keyFile: join(dir, 'server.key') },
+  });
   owner = testPool(postgres.url);
   await owner.query(`CREATE ROLE ${role} LOGIN`);
   // The documented grant, run as the owner with psql as a user would.

@@ -32,14 +32,20 @@ export type ThrowawayPostgres = {
 };
 
 /**
- * A PostgreSQL cluster of a test's own (initdb into a temporary directory, its own port), so a
- * fault test can stop and start it without touching the machine's server. initdb refuses to run
- * as root, so as root the cluster belongs to the `postgres` user.
+ * A PostgreSQL cluster of a test's (or a bench's) own (initdb into a temporary directory, its own
+ * port), so a fault test can stop and start it without touching the machine's server, and a bench
+ * can measure PostgreSQL's defaults whatever the machine's server is set to. initdb refuses to
+ * run as root, so as root the cluster belongs to the `postgres` user.
  */
-export async function startThrowawayPostgres(
+export async function startThrowawayPostgres({
+  tls,
+  settings = {},
+}: {
   /** Serve TLS with this certificate and key (PEM files; copied into the cluster's directory). */
-  tls?: { certFile: string; keyFile: string },
-): Promise<ThrowawayPostgres> {
+  tls?: { certFile: string; keyFile: string };
+  /** Server settings over the tests' (fsync off, 200 connections), e.g. `{ fsync: 'on' }`. */
+  settings?: Record<string, string>;
+} = {}): Promise<ThrowawayPostgres> {
   const bin = binDir();
   const program = (name: string) => (bin ? join(bin, name) : name);
   const asRoot = userInfo().uid === 0;
@@ -59,7 +65,8 @@ export async function startThrowawayPostgres(
   await as(program('initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync']);
   // Below the kernel's ephemeral range (32768+), where an outgoing connection may hold the port.
   const port = 10000 + Math.floor(Math.random() * 10000);
-  let options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  const server = { listen_addresses: '127.0.0.1', fsync: 'off', max_connections: '200', ...settings };
+  let options = [`-p ${port} -k ${dir}`, ...Object.entries(server).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
   if (tls) {
     // The server reads its key only when it belongs to it and nobody else may read it.
     const [cert, key] = [join(dir, 'server.crt'), join(dir, 'server.key')];
