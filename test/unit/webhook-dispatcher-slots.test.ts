@@ -62,4 +62,42 @@ describe('dispatcher slots', () => {
     await second.finish(); // answered fast
     expect(s.slowEndpointIds()).toEqual([]);
   });
+  it("keeps a slot held across a chain (the endpoint's next delivery, begun by the recording), charging each attempt", async () => {
+    let now = 0;
+    const s = new DispatcherSlots(
+      { max: 2, tenantSharePercent: 100, reservePercent: 0, slowMs: 1000, halfLifeMs: 1e12 },
+      () => now,
+    );
+    type D = { id: string; tenant_id: string; endpoint_id: string };
+    const finishers = new Map<string, (next: D | null) => void>();
+    const seen: { free: number; ids: string[] }[] = [];
+    const done = s.take<D>({ id: '1', tenant_id: 'A', endpoint_id: 'E' }, (d) => {
+      seen.push({ free: s.free(), ids: s.deliveryIds() });
+      return new Promise<D | null>((r) => finishers.set(d.id, r));
+    });
+    let settled = false;
+    void done.then(() => (settled = true));
+    const finish = async (id: string, next: D | null) => {
+      now += 100;
+      finishers.get(id)!(next);
+      await new Promise((r) => setImmediate(r));
+    };
+    await finish('1', { id: '2', tenant_id: 'A', endpoint_id: 'E' });
+    await finish('2', { id: '3', tenant_id: 'A', endpoint_id: 'E' });
+    expect(seen).toEqual([
+      { free: 1, ids: ['1'] },
+      { free: 1, ids: ['2'] }, // each next starts as the one before ends: never a free moment
+      { free: 1, ids: ['3'] },
+    ]);
+    expect(s.deliveryIds()).toEqual(['3']);
+    expect(s.heldByTenant()).toEqual(new Map([['A', 1]]));
+    expect(settled).toBe(false);
+    await finish('3', null);
+    expect(settled).toBe(true);
+    expect(s.free()).toBe(2);
+    expect(s.peakHeld()).toBe(1);
+    const use = s.tenantUse();
+    expect(use.usedMs[0]).toBeCloseTo(300, 3); // three attempts of 100 ms each
+    expect(use.costMs[0]).toBeCloseTo(100, 3);
+  });
 });

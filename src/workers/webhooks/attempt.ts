@@ -35,8 +35,12 @@ export type Made = { delivery: Claimed; result: AttemptResult; recorded: Recorde
  * alive all along (lease.ts). It begins only while the lease is still this dispatcher's, and the
  * beginning is what counts it (attempt_count, round_attempts): a claim that is never sent (lease
  * lost first, a crash before the POST) uses up no attempt. Null when it was not sent.
+ *
+ * `chained`: the delivery was begun already, by the statement that recorded its endpoint's
+ * previous success (sql.ts recordSuccesses: its lease, token and counts set there), so it is
+ * sent at once, without a beginning of its own.
  */
-export async function attemptDelivery(d: Claimed, deps: AttemptDeps): Promise<Made | null> {
+export async function attemptDelivery(d: Claimed, deps: AttemptDeps, chained = false): Promise<Made | null> {
   const { pool, webhooks, log } = deps;
   const context = { eventId: d.event_id, endpointId: d.endpoint_id };
   const lease = leaseKeeper(pool, deps.leaseMs, log);
@@ -46,7 +50,7 @@ export async function attemptDelivery(d: Claimed, deps: AttemptDeps): Promise<Ma
     // delayed us since (a starved process, a slow answer). Not ours any more: send nothing.
     let begun: Begun;
     try {
-      begun = await deps.begin(d);
+      begun = chained ? { attempt_count: d.attempt_count, round_attempts: d.round_attempts } : await deps.begin(d);
     } catch (err) {
       log.warn(
         { err, ...context },

@@ -27,7 +27,9 @@ export type SlotSettings = {
 export type TenantUse = { ids: string[]; held: number[]; usedMs: number[]; costMs: number[] };
 
 type Tenant = { held: number; usedMs: number; at: number; costMs: number | null };
-type Running = { tenant: string; endpoint: string; startedAt: number; work: Promise<void> };
+type Running = { tenant: string; endpoint: string; startedAt: number };
+/** What a slot needs to know of a delivery. */
+export type SlotDelivery = { id: string; tenant_id: string; endpoint_id: string };
 
 /** A tenant never served here is ordered as if its attempts took this long (one slot-second). */
 export const unknownCostMs = 1000;
@@ -39,7 +41,8 @@ export class DispatcherSlots {
   readonly reserve: number;
   private readonly slowMs: number;
   private readonly halfLifeMs: number;
-  private readonly running = new Map<string, Running>();
+  private readonly running = new Map<string, Running>(); // delivery id → its attempt
+  private readonly slots = new Set<Promise<void>>(); // each slot held: settles when its last attempt has
   private readonly tenants = new Map<string, Tenant>();
   /** Endpoints whose last attempt here took slowMs or more (until one answers faster). */
   private readonly slowEndpoints = new Set<string>();
@@ -108,32 +111,59 @@ export class DispatcherSlots {
     return [...this.running.keys()];
   }
 
-  /** Runs work in a slot of the delivery's tenant; the slot is free again when it settles (the promise returned). */
-  take(delivery: { id: string; tenant_id: string; endpoint_id: string }, work: () => Promise<void>): Promise<void> {
+  /**
+   * Runs work in a slot of the delivery's tenant; the slot is free again when it settles (the
+   * promise returned). When the work hands back another delivery of the same tenant (its
+   * endpoint's next, begun by the recording of a success: sql.ts recordSuccesses), that one is
+   * worked on in the same slot at once: the slot never comes free in between (nothing else can
+   * take it, the count held stays), and each attempt is charged to the tenant's slot time and
+   * the endpoint's speed as if it had had a slot of its own.
+   */
+  take<D extends SlotDelivery>(delivery: D, work: (d: D) => Promise<D | null | void>): Promise<void> {
     const tenantId = delivery.tenant_id;
-    const startedAt = this.clock();
-    const tenant = this.tenants.get(tenantId) ?? { held: 0, usedMs: 0, at: startedAt, costMs: null };
+    const tenant = this.tenants.get(tenantId) ?? { held: 0, usedMs: 0, at: this.clock(), costMs: null };
     tenant.held++;
     this.tenants.set(tenantId, tenant);
-    const done = work().finally(() => {
+    const settle = (d: D, startedAt: number) => {
       const now = this.clock();
       const tookMs = now - startedAt;
-      this.running.delete(delivery.id);
+      this.running.delete(d.id);
       tenant.usedMs = this.decayed(tenant, now) + tookMs;
       tenant.at = now;
       tenant.costMs = tenant.costMs === null ? tookMs : 0.8 * tenant.costMs + 0.2 * tookMs;
-      tenant.held--;
       if (!this.tenants.has(tenantId)) this.tenants.set(tenantId, tenant);
-      this.noteSpeed(delivery.endpoint_id, tookMs);
+      this.noteSpeed(d.endpoint_id, tookMs);
+    };
+    // The next attempt starts in the same turn as the last one settles: no moment in which the
+    // slot looks free (a claim could take it).
+    const run = (d: D): Promise<void> => {
+      const startedAt = this.clock();
+      this.running.set(d.id, { tenant: tenantId, endpoint: d.endpoint_id, startedAt });
+      this.peak = Math.max(this.peak, this.running.size);
+      const done = (async () => (await work(d)) ?? null)();
+      return done.then(
+        (next) => {
+          settle(d, startedAt);
+          // only ever the same tenant's (the statement chains the same endpoint's deliveries)
+          if (next && next.tenant_id === tenantId) return run(next);
+        },
+        (err: unknown) => {
+          settle(d, startedAt);
+          throw err;
+        },
+      );
+    };
+    const slot = run(delivery).finally(() => {
+      tenant.held--;
+      this.slots.delete(slot);
     });
-    this.running.set(delivery.id, { tenant: tenantId, endpoint: delivery.endpoint_id, startedAt, work: done });
-    this.peak = Math.max(this.peak, this.running.size);
-    return done;
+    this.slots.add(slot);
+    return slot;
   }
 
   /** Resolves when every attempt in hand has settled. */
   async settled(): Promise<void> {
-    await Promise.allSettled([...this.running.values()].map((r) => r.work));
+    await Promise.allSettled([...this.slots]);
   }
 
   private decayed(t: Tenant, now: number): number {

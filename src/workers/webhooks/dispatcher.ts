@@ -49,7 +49,9 @@ type LoopState =
  * (dispatcher-slots.ts, sql.ts claimDeliveries: each endpoint its share in flight, slots held
  * back for endpoints that answer, free slots to the tenant that used least slot time lately,
  * each tenant at most its share of this process's slots), POSTs each signed event with a per-attempt
- * timeout and records every attempt (record.ts). Failures are retried on the schedule; after the
+ * timeout and records every attempt (record.ts). The recording of a fast success begins its
+ * endpoint's next due delivery in the same statement, sent in the same slot without a claim
+ * (chaining: sql.ts recordSuccesses, chainable below). Failures are retried on the schedule; after the
  * last one the delivery is Failed and its endpoint Disabled; an endpoint that keeps failing is
  * backed off as a whole by its breaker (breaker.ts). PostgreSQL going away stops nothing: polls
  * back off and go on, outcomes wait to be recorded.
@@ -60,6 +62,8 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   listening(): boolean;
   /** Slots held now (open requests and outcomes being recorded) and the most held at once since start. */
   slotsHeld(): { now: number; peak: number };
+  /** Since start: claim transactions, the deliveries they took, deliveries chained after a success (no claim). */
+  counts(): { claims: number; claimed: number; chained: number };
 } {
   const log = logger.child({ worker: 'webhooks' });
   const slots = new DispatcherSlots({
@@ -104,7 +108,34 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       rate: { percent: webhooks.breakerFailureRatePercent, window: webhooks.breakerWindow },
       open: { baseMs: webhooks.breakerOpenMs, maxMs: webhooks.breakerOpenMaxMs, attempts: Infinity },
     },
+    chain: {
+      leaseMs: leaseMs(webhooks),
+      endpointConcurrency: webhooks.endpointConcurrency,
+      endpointConcurrencyMax: webhooks.endpointConcurrencyMax,
+      inHand: () => slots.deliveryIds(),
+    },
   };
+  /** Claim transactions, the deliveries they took, and the deliveries chained (begun by a success's recording). */
+  const counts = { claims: 0, claimed: 0, chained: 0 };
+
+  /**
+   * Whether recording this outcome may begin its endpoint's next due delivery for the same slot
+   * (sql.ts recordSuccesses), bypassing the claim: only a success that took less than
+   * slowAttemptMs, to an endpoint with no slow request here (one the claim counts as answering),
+   * while another slot is free (so the claim can still serve any other tenant's due delivery at
+   * once: a chain never keeps a slot that someone else would have got), and not while stopping.
+   * A failing, timing-out or slow endpoint's slot comes free and goes by the claim's fair order.
+   */
+  function chainable(o: Outcome): boolean {
+    return (
+      !stopped.signal.aborted &&
+      o.result.outcome === 'Succeeded' &&
+      o.result.latencyMs !== null &&
+      o.result.latencyMs < webhooks.slowAttemptMs &&
+      slots.free() > 0 &&
+      !slots.slowEndpointIds().includes(o.delivery.endpoint_id)
+    );
+  }
 
   // Beginnings and outcomes are written in batches (batch.ts): whatever came meanwhile goes in
   // one statement (beginnings) or one transaction (outcomes) with the others of its lane. One
@@ -132,13 +163,18 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       max: recordBatchMax,
       concurrency: 2,
     });
-    return { pool: lanePool, begin: (d) => begins.submit(d), record: (o) => records.submit(o) };
+    return {
+      pool: lanePool,
+      begin: (d) => begins.submit(d),
+      record: (o) => records.submit({ ...o, chain: chainable(o) }),
+    };
   };
   const lanes = { answering: lane(answeringPool), other: lane(pool) };
 
   /** Claims what the free slots may take, in one transaction that waits for any other dispatcher's claim. */
   async function claim(free: number): Promise<Claimed[]> {
     const use = slots.tenantUse();
+    counts.claims++;
     return inTransaction(claimPool, async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock($1)', [claimLockId]);
       const { rows } = await tx.query<Claimed>(claimDeliveries, [
@@ -178,6 +214,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
           return { name: 'backingOff', failures };
         }
         if (state.failures > 0) log.info({ failures: state.failures }, 'webhook polling works again');
+        counts.claimed += claimed.length;
         for (const d of claimed) launch(d);
         // A full claim means more may be due: poll again at once.
         return claimed.length === free ? { name: 'polling', failures: 0 } : { name: 'waiting' };
@@ -196,29 +233,45 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     }
   }
 
-  function launch(d: Claimed) {
-    const inSlot = slots.take(d, () =>
-      attempt(d).catch((err: unknown) =>
+  type InHand = Claimed & { answering?: boolean; chained?: boolean };
+
+  /**
+   * Runs a claimed delivery in a slot; when its success's recording began the endpoint's next
+   * delivery (chained), that one runs in the same slot, and so on: the slot comes free (and the
+   * loop is woken to claim) only when a chain ends.
+   */
+  function launch(d: InHand) {
+    const inSlot = slots.take<InHand>(d, (x) =>
+      attempt(x).catch((err: unknown) => {
         // Not recorded (an error other than PostgreSQL being away, or stopping while it was): the
         // lease expires and the delivery is tried again.
-        log.error({ err, eventId: d.event_id, endpointId: d.endpoint_id }, 'webhook attempt could not be recorded'),
-      ),
+        log.error({ err, eventId: x.event_id, endpointId: x.endpoint_id }, 'webhook attempt could not be recorded');
+        return null;
+      }),
     );
     void inSlot.finally(wake);
   }
 
-  /** One attempt, its lease kept alive until its outcome is recorded (attempt.ts); reported once recorded. */
-  async function attempt(d: Claimed & { answering?: boolean }): Promise<void> {
+  /**
+   * One attempt, its lease kept alive until its outcome is recorded (attempt.ts); reported once
+   * recorded. Returns the endpoint's next delivery when the recording chained one (begun already).
+   */
+  async function attempt(d: InHand): Promise<InHand | null> {
     const deps: AttemptDeps = {
-      ...(d.answering ? lanes.answering : lanes.other),
+      ...(d.answering || d.chained ? lanes.answering : lanes.other),
       webhooks,
       leaseMs: leaseMs(webhooks),
       agents,
       log,
       stopped: stopped.signal,
     };
-    const made = await attemptDelivery(d, deps);
-    if (made) report(made.delivery, made.result, made.recorded);
+    const made = await attemptDelivery(d, deps, d.chained);
+    if (!made) return null;
+    report(made.delivery, made.result, made.recorded);
+    const next = made.recorded.outcome === 'succeeded' ? made.recorded.next : undefined;
+    if (!next || next.endpoint_id !== d.endpoint_id) return null;
+    counts.chained++;
+    return { ...next, answering: true, chained: true };
   }
 
   /** Logs and counts a recorded outcome (after its commit: a record tried again must not count twice). */
@@ -269,6 +322,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   return {
     listening: () => listener?.listening() ?? false,
     slotsHeld: () => ({ now: webhooks.concurrency - slots.free(), peak: slots.peakHeld() }),
+    counts: () => ({ ...counts }),
     async stop() {
       stopped.abort();
       stopCountingRenewals();

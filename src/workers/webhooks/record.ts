@@ -22,7 +22,9 @@ import {
 // for while the attempt was in flight queues the delivery again whatever the outcome (reported as
 // succeeded, or as a retry due now); the endpoint's health still counts the outcome. An
 // endpoint's outcomes in one batch count as if recorded one after another, in the order they
-// finished (breaker.ts afterOutcomes).
+// finished (breaker.ts afterOutcomes). The statement that records successes may also begin their
+// endpoints' next due deliveries, one per success that asks for it (chaining, sql.ts
+// recordSuccesses): returned with the success, for the dispatcher to send in the same slot.
 
 /** A delivery as the claim returns it; its counts as beginAttempts left them once it began (attempt.ts). */
 export type Claimed = {
@@ -44,17 +46,41 @@ export type Claimed = {
 
 /** What was recorded: the outcome, the breaker's change, and more for some outcomes. */
 export type Recorded =
-  | { outcome: 'succeeded'; breakerClosed: boolean }
+  | {
+      outcome: 'succeeded';
+      breakerClosed: boolean;
+      /** Its endpoint's next due delivery, begun by the same statement, for the same slot (recordSuccesses). */
+      next?: Claimed;
+    }
   | { outcome: 'retry_scheduled'; breakerOpened: BreakerOpened | null; retryInMs: number }
   | { outcome: 'gave_up'; breakerOpened: BreakerOpened | null; disabled: { client_id: string; reason: string } | null }
   | { outcome: Extract<WebhookOutcome, 'lease_lost'> };
 
 export type BreakerOpened = { waitMs: number; trips: number };
 
-export type RecordSettings = { retryScheduleMs: Config['webhooks']['retryScheduleMs']; breaker: BreakerSettings };
+export type RecordSettings = {
+  retryScheduleMs: Config['webhooks']['retryScheduleMs'];
+  breaker: BreakerSettings;
+  /** Without it nothing is chained (recordSuccesses). */
+  chain?: ChainSettings;
+};
 
-/** An attempt made, to be recorded. */
-export type Outcome = { delivery: Claimed; startedAt: Date; result: AttemptResult };
+/** What chaining needs to begin a delivery as the claim would (sql.ts recordSuccesses). */
+export type ChainSettings = {
+  leaseMs: number;
+  /** An endpoint's max in flight where it sets none, and the most it may set (the claim's). */
+  endpointConcurrency: number;
+  endpointConcurrencyMax: number;
+  /** Deliveries the dispatcher has in hand now: never chained. */
+  inHand: () => string[];
+};
+
+/**
+ * An attempt made, to be recorded. chain: when it succeeded, begin its endpoint's next due
+ * delivery in the same statement, for the attempt's slot (the dispatcher asks only for fast
+ * successes); only when the whole batch of its endpoint succeeded.
+ */
+export type Outcome = { delivery: Claimed; startedAt: Date; result: AttemptResult; chain?: boolean };
 
 const leaseLost = { outcome: 'lease_lost' } as const;
 const errorText = (result: AttemptResult) => result.error?.slice(0, 1000) ?? null;
@@ -104,7 +130,12 @@ export async function recordOutcomes(
 
 async function recordSucceeded(pool: Pool, settings: RecordSettings, outcomes: Outcome[]): Promise<Recorded[]> {
   const column = <T>(f: (o: Outcome) => T) => outcomes.map(f);
-  const { rows } = await pool.query<{ id: string; replayed: boolean; breaker_was_open: boolean }>(recordSuccesses, [
+  const chain = settings.chain;
+  const { rows } = await pool.query<
+    { id: string; replayed: boolean; breaker_was_open: boolean } & (
+      { chained: false } | ({ chained: true } & Omit<Claimed, 'id'>)
+    )
+  >(recordSuccesses, [
     column((o) => o.delivery.id),
     column((o) => o.delivery.lease_token),
     column((o) => o.delivery.event_id),
@@ -115,15 +146,46 @@ async function recordSucceeded(pool: Pool, settings: RecordSettings, outcomes: O
     column((o) => o.result.responseSnippet),
     column((o) => o.startedAt.toISOString()),
     settings.breaker.rate.window,
+    column((o) => Boolean(chain && o.chain)),
+    chain?.leaseMs ?? 0,
+    chain?.inHand() ?? [],
+    chain?.endpointConcurrency ?? 1,
+    chain?.endpointConcurrencyMax ?? 1,
   ]);
-  const settled = new Map(rows.map((r) => [r.id, r]));
+  const settled = new Map<string, { replayed: boolean; breaker_was_open: boolean }>();
+  const chained = new Map<string, Claimed[]>(); // endpoint id → its next deliveries, oldest due first
+  for (const r of rows) {
+    if (!r.chained) {
+      settled.set(r.id, r);
+      continue;
+    }
+    const next: Claimed = {
+      id: r.id,
+      tenant_id: r.tenant_id,
+      event_id: r.event_id,
+      endpoint_id: r.endpoint_id,
+      attempt_count: r.attempt_count,
+      round_attempts: r.round_attempts,
+      lease_token: r.lease_token,
+      type: r.type,
+      body: r.body,
+      url: r.url,
+      secret: r.secret,
+      previous_secret: r.previous_secret,
+    };
+    chained.set(next.endpoint_id, [...(chained.get(next.endpoint_id) ?? []), next]);
+  }
   const closedReported = new Set<string>(); // the breaker closed by the first success of its endpoint
   return outcomes.map((o): Recorded => {
     const row = settled.get(o.delivery.id);
     if (!row) return leaseLost;
     const closed = row.breaker_was_open && !closedReported.has(o.delivery.endpoint_id);
     if (closed) closedReported.add(o.delivery.endpoint_id);
-    return { outcome: 'succeeded', breakerClosed: closed };
+    // one chained delivery per success that asked for one
+    const next = o.chain ? chained.get(o.delivery.endpoint_id)?.shift() : undefined;
+    return next
+      ? { outcome: 'succeeded', breakerClosed: closed, next }
+      : { outcome: 'succeeded', breakerClosed: closed };
   });
 }
 

@@ -158,14 +158,29 @@ export const renewLeases = `
  * their endpoints (id order), each endpoint once for all its successes (failures in a row reset,
  * the breaker closed; when it was open its window starts afresh at the first). The attempts'
  * rows are inserted last (their foreign keys checked on deliveries already locked). Returns the
- * deliveries settled: whether a replay was asked for meanwhile (queued again, as settleDeliveries
- * does), and whether their endpoint's breaker was open (closed now).
+ * deliveries settled (chained false): whether a replay was asked for meanwhile (queued again, as
+ * settleDeliveries does), and whether their endpoint's breaker was open (closed now).
+ *
+ * Chaining (issue 50): for each success whose $11 is true (the dispatcher asks only for fast
+ * successes: dispatcher.ts), the same statement begins that endpoint's next due delivery, which
+ * the dispatcher sends in the slot the finished attempt held: no claim, no beginning of its own
+ * (this commit's flush covers it). Only what the claim could take: Pending and due, its endpoint
+ * Active (its breaker is closed by this very success), not among $13 (deliveries this dispatcher
+ * has in hand), oldest due first; and at most as many per endpoint as its max_in_flight ($14
+ * where unset, never above $15) leaves room for beside the attempts in flight as counted here
+ * (Delivering under a live lease, those settled by this statement left out). A chained delivery
+ * replaces one that this statement settles, so the endpoint's count in flight does not grow: no
+ * claim lock is needed (claimDeliveries counts the settled one while it is in flight, the chained
+ * one once this commits). Rows locked now are skipped (a claim taking them). Its lease ($12 ms),
+ * lease token, status and counts are set as claimDeliveries and beginAttempts set them; returned
+ * (chained true) with what the attempt needs, as the claim returns it. The next deliveries are
+ * locked after the endpoints, but never waited for (SKIP LOCKED): no new lock order.
  */
 export const recordSuccesses = `
   WITH o AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::uuid[], $5::integer[], $6::integer[], $7::integer[],
-                         $8::text[], $9::timestamptz[])
-             AS o(id, token, event_id, endpoint_id, attempt, status_code, latency_ms, snippet, started_at)
+                         $8::text[], $9::timestamptz[], $11::boolean[])
+             AS o(id, token, event_id, endpoint_id, attempt, status_code, latency_ms, snippet, started_at, chain)
   ), inserted AS (
     INSERT INTO webhook_attempts (delivery_id, tenant_id, event_id, endpoint_id, attempt, outcome, status_code,
                                   latency_ms, error, response_snippet, started_at)
@@ -176,7 +191,7 @@ export const recordSuccesses = `
                         WHERE w.event_id = o.event_id AND w.delivery_id = o.id AND w.attempt = o.attempt)
      ORDER BY o.id
   ), mine AS (
-    SELECT w.id, w.endpoint_id, w.replay_requested AS replayed
+    SELECT w.id, w.endpoint_id, w.replay_requested AS replayed, o.chain
       FROM webhook_deliveries w JOIN o ON w.id = o.id AND w.lease_token = o.token
      ORDER BY w.id FOR UPDATE OF w
   ), settled AS (
@@ -188,11 +203,12 @@ export const recordSuccesses = `
            lease_until = NULL, lease_token = NULL, last_error = NULL, updated_at = now()
       FROM mine m
      WHERE d.id = m.id
-    RETURNING d.id, d.endpoint_id, m.replayed
+    RETURNING d.id, d.endpoint_id, m.replayed, m.chain
   ), endpoint AS (
-    SELECT ep.id, ep.breaker_opened_at IS NOT NULL AS was_open, s.n
+    SELECT ep.id, ep.breaker_opened_at IS NOT NULL AS was_open, s.n, s.chain, ep.status, ep.max_in_flight
       FROM webhook_endpoints ep
-      JOIN (SELECT endpoint_id, count(*)::integer AS n FROM settled GROUP BY endpoint_id) s ON s.endpoint_id = ep.id
+      JOIN (SELECT endpoint_id, count(*)::integer AS n, count(*) FILTER (WHERE chain)::integer AS chain
+              FROM settled GROUP BY endpoint_id) s ON s.endpoint_id = ep.id
      ORDER BY ep.id FOR NO KEY UPDATE OF ep
   ), healed AS (
     UPDATE webhook_endpoints ep
@@ -205,9 +221,45 @@ export const recordSuccesses = `
       FROM endpoint e
      WHERE ep.id = e.id
     RETURNING ep.id, e.was_open
+  ), chain_room AS (
+    SELECT e.id,
+           least(e.chain, least(coalesce(e.max_in_flight, $14::integer), $15::integer)
+             - (SELECT count(*) FROM webhook_deliveries f
+                 WHERE f.endpoint_id = e.id AND f.status = 'Delivering' AND f.lease_until >= now()
+                   AND NOT EXISTS (SELECT 1 FROM mine m WHERE m.id = f.id)))::integer AS n
+      FROM endpoint e
+     WHERE e.chain > 0 AND e.status = 'Active'
+  ), chain_next AS (
+    SELECT c.id FROM chain_room r
+     CROSS JOIN LATERAL (
+       SELECT d.id FROM webhook_deliveries d
+        WHERE d.endpoint_id = r.id AND d.status = 'Pending' AND d.next_attempt_at <= now()
+          AND d.id <> ALL($13::bigint[])
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT greatest(r.n, 0)
+          FOR UPDATE OF d SKIP LOCKED) c
+  ), begun AS (
+    UPDATE webhook_deliveries d
+       SET status = 'Delivering', lease_until = now() + $12 * interval '1 millisecond', lease_token = gen_random_uuid(),
+           attempt_count = d.attempt_count + 1,
+           round_attempts = CASE WHEN d.replay_requested THEN 1 ELSE d.round_attempts + 1 END, replay_requested = false,
+           updated_at = now()
+      FROM chain_next n
+     WHERE d.id = n.id
+    RETURNING d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempt_count, d.round_attempts, d.lease_token
   )
-  SELECT s.id, s.replayed, coalesce(h.was_open, false) AS breaker_was_open
-    FROM settled s LEFT JOIN healed h ON h.id = s.endpoint_id`;
+  SELECT false AS chained, s.id, s.replayed, coalesce(h.was_open, false) AS breaker_was_open,
+         NULL::uuid AS tenant_id, NULL::text AS event_id, NULL::uuid AS endpoint_id, NULL::integer AS attempt_count,
+         NULL::integer AS round_attempts, NULL::uuid AS lease_token, NULL::text AS type, NULL::text AS body,
+         NULL::text AS url, NULL::text AS secret, NULL::text AS previous_secret
+    FROM settled s LEFT JOIN healed h ON h.id = s.endpoint_id
+  UNION ALL
+  SELECT true, b.id, false, false, b.tenant_id, b.event_id, b.endpoint_id, b.attempt_count, b.round_attempts,
+         b.lease_token, e.type, e.body, ep.url, ep.secret,
+         CASE WHEN ep.previous_secret_expires_at > now() THEN ep.previous_secret END
+    FROM begun b
+    JOIN webhook_events e ON e.id = b.event_id
+    JOIN webhook_endpoints ep ON ep.id = b.endpoint_id`;
 
 /**
  * Records attempts ($1 delivery ids, $2 event ids, $3 endpoint ids, $4 attempt numbers, $5
