@@ -2,6 +2,7 @@
 // (migration 0015), and the webhook events it raised with their deliveries.
 import type { Pool } from '../../shared/db/pool.js';
 import type { WebhookEventType } from '../../shared/webhooks/event-types.js';
+import { subjectKeys } from '../../shared/webhooks/outbox.js';
 import {
   deliveriesOfEvents,
   eventsOfRecord,
@@ -74,15 +75,18 @@ export type Trace = {
 
 type Row = Record<string, any>;
 
-/** Where each kind's record lives, and the webhook events that name it. */
+/**
+ * Where each kind's record lives, and the webhook events that name it: by subject_id, or (events
+ * recorded without one) by the data's field that the outbox takes the subject from.
+ */
 const kinds: Record<TraceKind, { events: WebhookEventType[]; dataKey: string; record?: RecordTable }> = {
   'import-job': {
     events: ['import_job.completed', 'import_job.completed_with_errors', 'import_job.failed'],
-    dataKey: 'importJobId',
+    dataKey: subjectKeys['import_job.completed'],
   },
   job: {
     events: ['field_job.created'],
-    dataKey: 'fieldJobId',
+    dataKey: subjectKeys['field_job.created'],
     record: {
       table: 'job_requests',
       idColumn: 'field_job_id',
@@ -92,7 +96,7 @@ const kinds: Record<TraceKind, { events: WebhookEventType[]; dataKey: string; re
   },
   'material-usage': {
     events: ['work_order.materials_recorded'],
-    dataKey: 'materialUsageId',
+    dataKey: subjectKeys['work_order.materials_recorded'],
     record: {
       table: 'material_usages',
       idColumn: 'id',
@@ -102,7 +106,7 @@ const kinds: Record<TraceKind, { events: WebhookEventType[]; dataKey: string; re
   },
   appointment: {
     events: ['appointment_request.status_changed'],
-    dataKey: 'appointmentRequestId',
+    dataKey: subjectKeys['appointment_request.status_changed'],
     record: {
       table: 'appointment_requests',
       idColumn: 'id',

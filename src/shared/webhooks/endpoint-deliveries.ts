@@ -138,7 +138,11 @@ export async function replayFailedSince(db: Tx, endpointId: string, since: Date)
   return rowCount ?? 0;
 }
 
-/** Records a `webhook.test` event of the endpoint's client and queues it for that endpoint alone. */
+/**
+ * Records a `webhook.test` event of the endpoint's client and queues it for that endpoint alone.
+ * Its subject_id is the endpoint (what its data names), so that only the previous release's
+ * events have none (migration 0032).
+ */
 export async function sendTestEvent(db: Tx, endpoint: { id: string; tenant_id: string; client_id: string }) {
   const now = new Date();
   const envelope = {
@@ -152,8 +156,8 @@ export async function sendTestEvent(db: Tx, endpoint: { id: string; tenant_id: s
   };
   await db.query(
     `WITH event AS (
-       INSERT INTO webhook_events (id, tenant_id, client_id, type, version, body, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+       INSERT INTO webhook_events (id, tenant_id, client_id, type, version, body, created_at, subject_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $9) RETURNING id
      )
      INSERT INTO webhook_deliveries (event_id, endpoint_id, tenant_id) SELECT id, $8, $2 FROM event`,
     [
@@ -164,6 +168,7 @@ export async function sendTestEvent(db: Tx, endpoint: { id: string; tenant_id: s
       webhookEventVersion,
       JSON.stringify(envelope),
       now,
+      endpoint.id,
       endpoint.id,
     ],
   );
