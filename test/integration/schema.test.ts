@@ -25,6 +25,26 @@ describe('database schema', () => {
     expect(rows.map((r) => r.name)).toEqual([...integrationScopes].sort());
   });
 
+  it('has the tables retention prunes vacuumed at 2 % dead rows, the rest at the default (issue 51)', async () => {
+    const { rows } = await client.query<{ relname: string; reloptions: string[] | null }>(
+      `SELECT relname, reloptions FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace`,
+    );
+    const tuned = rows
+      .filter((r) => r.reloptions?.includes('autovacuum_vacuum_scale_factor=0.02'))
+      .map((r) => r.relname)
+      .sort();
+    expect(tuned).toEqual([
+      'dead_letter_actions',
+      'dead_letters_handled',
+      'import_job_chunks',
+      'import_jobs',
+      'route_suggestions',
+      'webhook_attempts',
+      'webhook_deliveries',
+      'webhook_events',
+    ]);
+  });
+
   it('re-running migrations, even concurrently, applies nothing twice', async () => {
     const results = await Promise.all([migrateUp(db.url), migrateUp(db.url)]);
     expect(results).toEqual([[], []]);
