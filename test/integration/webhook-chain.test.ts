@@ -277,7 +277,7 @@ describe('the chaining statement (recordSuccesses)', () => {
     ]);
   });
 
-  it('begins nothing that is not due, of a disabled endpoint, or without chain settings', async () => {
+  it('begins nothing that is not due, of a disabled endpoint, in place of a lapsed lease, or without chain settings', async () => {
     const { endpointId, deliveries, started } = await setUp(4, 2);
     await pool.query(`UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [
       deliveries[2]!.id,
@@ -301,5 +301,17 @@ describe('the chaining statement (recordSuccesses)', () => {
       ['Pending', 0, null],
     ]);
     expect(endpointId).not.toBe(other.endpointId);
+
+    // in place of a delivery whose lease lapsed (not counted by claims meanwhile): none
+    const lapsed = await setUp(2, 1);
+    await pool.query(`UPDATE webhook_deliveries SET lease_until = now() - interval '1 second' WHERE id = $1`, [
+      lapsed.started[0]!.id,
+    ]);
+    const [afterLapse] = await recordOutcomes(pool, chainSettings(), [outcome(lapsed.started[0]!)]);
+    expect((afterLapse as PromiseFulfilledResult<any>).value).toEqual({ outcome: 'succeeded', breakerClosed: false });
+    expect(await status(lapsed.deliveries.map((d) => d.id))).toEqual([
+      ['Succeeded', 1, null],
+      ['Pending', 0, null],
+    ]);
   });
 });

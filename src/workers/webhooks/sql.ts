@@ -171,10 +171,12 @@ export const renewLeases = `
  * (Delivering under a live lease, those settled by this statement left out). A chained delivery
  * replaces one that this statement settles, so the endpoint's count in flight does not grow: no
  * claim lock is needed (claimDeliveries counts the settled one while it is in flight, the chained
- * one once this commits). Rows locked now are skipped (a claim taking them). Its lease ($12 ms),
- * lease token, status and counts are set as claimDeliveries and beginAttempts set them; returned
- * (chained true) with what the attempt needs, as the claim returns it. The next deliveries are
- * locked after the endpoints, but never waited for (SKIP LOCKED): no new lock order.
+ * one once this commits). Only in place of a delivery whose lease is still live: one whose lease
+ * lapsed (its dispatcher cut off from PostgreSQL) was not counted by claims meanwhile. Rows locked
+ * now are skipped (a claim taking them). Its lease ($12 ms), lease token, status and counts are
+ * set as claimDeliveries and beginAttempts set them; returned (chained true) with what the
+ * attempt needs, as the claim returns it. The next deliveries are locked after the endpoints, but
+ * never waited for (SKIP LOCKED): no new lock order.
  */
 export const recordSuccesses = `
   WITH o AS (
@@ -191,7 +193,7 @@ export const recordSuccesses = `
                         WHERE w.event_id = o.event_id AND w.delivery_id = o.id AND w.attempt = o.attempt)
      ORDER BY o.id
   ), mine AS (
-    SELECT w.id, w.endpoint_id, w.replay_requested AS replayed, o.chain
+    SELECT w.id, w.endpoint_id, w.replay_requested AS replayed, o.chain AND w.lease_until >= now() AS chain
       FROM webhook_deliveries w JOIN o ON w.id = o.id AND w.lease_token = o.token
      ORDER BY w.id FOR UPDATE OF w
   ), settled AS (
