@@ -102,7 +102,8 @@ export class MixedLoad {
   private lanes: Promise<void>[] = [];
   private reader: Promise<void> | null = null;
   private seq = { usage: 0, appointment: 0 };
-  private token: string | null = null;
+  /** The appointment lane's OAuth access token, fetched again at 80 % of its lifetime (a roll can outlast one). */
+  private token: { value: string; renewAt: number } | null = null;
 
   constructor(
     private readonly s: Scenario,
@@ -175,7 +176,7 @@ export class MixedLoad {
     }
   }
 
-  private async accessToken(): Promise<string | null> {
+  private async accessToken(): Promise<{ value: string; renewAt: number } | null> {
     const client = this.s.demo.clients.all!;
     const r = await this.untilAcked('oauth-token', () =>
       call(this.tries, 'oauth-token', `${this.base()}/connect/v1/oauth/token`, {
@@ -188,7 +189,8 @@ export class MixedLoad {
         }).toString(),
       }),
     );
-    return r?.body?.access_token ?? null;
+    if (!r?.body?.access_token) return null;
+    return { value: r.body.access_token, renewAt: Date.now() + 0.8 * 1000 * Number(r.body.expires_in) };
   }
 
   private async appointmentLane() {
@@ -204,10 +206,10 @@ export class MixedLoad {
         preferredTimeWindows: [{ start: inHours(24), end: inHours(28) }],
       });
       const r = await this.untilAcked('appointments', async () => {
-        this.token ??= await this.accessToken();
+        if (!this.token || Date.now() >= this.token.renewAt) this.token = await this.accessToken();
         return call(this.tries, 'appointments', `${this.base()}/connect/v1/appointment-requests`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
+          headers: { authorization: `Bearer ${this.token?.value}`, 'content-type': 'application/json' },
           body,
         });
       });
