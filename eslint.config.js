@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.state/', 'coverage/'] },
+  { ignores: ['dist/', 'node_modules/', '.state/', '.test-build-*/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
+import { buildService, removeServiceBuild } from '../support/service-build.js';
 
 // Where the real Kafka and PostgreSQL come from: KAFKA_BROKERS and DATABASE_URL from the
 // environment, else the project's own broker (scripts/kafka: the one Kafka version the project
@@ -42,6 +43,10 @@ export default async function setup(project: TestProject) {
   // dist/connect-push.mjs, which the gateway serves (and test/e2e/connect-push.test.ts runs), from
   // the sources under test: a quarter of a second.
   execFileSync(process.execPath, ['scripts/build-push.mjs'], { stdio: 'inherit' });
+  // The service's processes run compiled (test/support/service-build.ts); the test files'
+  // processes inherit where from the environment, as they do the time scale.
+  const serviceBuild = await buildService(process.cwd());
+  process.env.CONNECT_TEST_BUILD = serviceBuild;
   const env = process.env;
   const source =
     env.KAFKA_BROKERS && env.DATABASE_URL
@@ -72,6 +77,7 @@ export default async function setup(project: TestProject) {
     await admin2.connect();
     await admin2.query(`DROP DATABASE IF EXISTS ${templateName} WITH (FORCE)`).catch(() => undefined);
     await admin2.end();
+    removeServiceBuild(process.cwd(), serviceBuild);
     await source.stop();
   };
 }

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { serviceArgs } from './service-build.js';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { runAdmin } from '../../src/admin/run.js';
@@ -38,7 +39,7 @@ export async function runAdminCli(databaseUrl: string, ...args: string[]): Promi
 
 export function runAdminProcess(databaseUrl: string, ...args: string[]): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args], {
+    const child = spawn(process.execPath, [...serviceArgs('src/admin/cli.ts'), ...args], {
       cwd: repoRoot,
       env: { ...process.env, DATABASE_URL: databaseUrl },
       stdio: ['ignore', 'pipe', 'pipe'],

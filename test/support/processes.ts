@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { serviceArgs } from './service-build.js';
 import type { Config } from '../../src/shared/config.js';
 import { gatewayNodeFlags } from '../../src/gateway/node-flags.js';
 
@@ -35,7 +36,7 @@ export async function killLeftProcesses(): Promise<void> {
   );
 }
 
-/** A real service process (`node --import tsx <entry>`), its output and its exit. */
+/** A real service process (its entry compiled, or under tsx in another tree: serviceArgs), its output and its exit. */
 function spawnService(
   entry: string,
   env: NodeJS.ProcessEnv,
@@ -44,7 +45,8 @@ function spawnService(
   nodeFlags: readonly string[] = [],
   cwd?: string,
 ) {
-  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', entry], {
+  const args = cwd ? ['--import', 'tsx', entry] : serviceArgs(entry);
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, ...args], {
     env,
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
