@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { untilNotRefused } from '../support/api-client.js';
 import { bearer } from '../support/fixtures.js';
 import { eventually } from '../support/kafka.js';
 import { spawnWorkers } from '../support/processes.js';
@@ -37,10 +38,15 @@ describe('inbound worker crash safety', () => {
     async () => {
       const targets = makeTargets(total, 'crash');
       for (let i = 0; i < total; i += perBatch) {
-        const res = await suite.api.post('/api/v1/inbound/targets/batch', {
-          headers: bearer(suite.demo.clients.all!.apiKey),
-          body: { sourceSystem: 'crash', externalBatchId: `crash-${i}`, targets: targets.slice(i, i + perBatch) },
-        });
+        // A refusal on a busy machine (503 with Retry-After) is retried, as a client does.
+        const res = await untilNotRefused(
+          () =>
+            suite.api.post('/api/v1/inbound/targets/batch', {
+              headers: bearer(suite.demo.clients.all!.apiKey),
+              body: { sourceSystem: 'crash', externalBatchId: `crash-${i}`, targets: targets.slice(i, i + perBatch) },
+            }),
+          scaled(120_000),
+        );
         expect(res.status).toBe(200);
       }
 

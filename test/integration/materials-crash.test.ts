@@ -43,6 +43,9 @@ describe('materials worker crash safety', () => {
         locationCode: 'WH-MAIN',
         prefix: 'crash',
         distinct,
+        // Twenty clients beside a worker being killed: on a busy machine a usage may meet the
+        // tenant's full edge share (429) or a busy database (503); a client retries those.
+        retryRefusedForMs: scaled(120_000),
       });
 
       const killedAt: number[] = [];

@@ -1,5 +1,5 @@
 import type { Pool } from '../../src/shared/db/pool.js';
-import type { ApiClient } from './api-client.js';
+import { untilNotRefused, type ApiClient } from './api-client.js';
 import { bearer, createClientWithKey } from './fixtures.js';
 
 // The material-usage load of the concurrency and crash tests: many usages of ONE item at ONE
@@ -23,6 +23,8 @@ export type UsageLoadOptions = {
   total?: number;
   distinct?: number;
   clients?: number;
+  /** Send a usage refused 429 or 503 again after its Retry-After, until this many ms have passed (default: not). */
+  retryRefusedForMs?: number;
 };
 
 export type UsageLoadResult = {
@@ -81,7 +83,8 @@ export async function runUsageLoad(o: UsageLoadOptions): Promise<UsageLoadResult
         const path = send.viaExternalId
           ? materialsPath.byExternalId(wo.externalWorkOrderId)
           : materialsPath.byId(wo.workOrderId);
-        const res = await o.api.post(path, { body: body(send.i, send.byItemId), headers: bearer(client.apiKey) });
+        const post = () => o.api.post(path, { body: body(send.i, send.byItemId), headers: bearer(client.apiKey) });
+        const res = o.retryRefusedForMs ? await untilNotRefused(post, o.retryRefusedForMs) : await post();
         responses.push({
           eventId: eventId(send.i),
           status: res.status,
