@@ -12,7 +12,7 @@ import { createWebhookAgents, type AttemptResult } from './post.js';
 import { leaseKeeper } from './lease.js';
 import { startEventPruner } from './prune.js';
 import { recordOutcomes, type Claimed, type Outcome, type Recorded, type RecordSettings } from './record.js';
-import { beginAttempts, claimDeliveries, claimLockId } from './sql.js';
+import { beginAttempts, claimDeliveries, claimLockId, prepared } from './sql.js';
 import { listenForDueDeliveries } from './wake.js';
 
 export type DispatcherDeps = {
@@ -151,8 +151,11 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     const begins = new Batcher<Claimed, Begun>(
       async (ds) => {
         const { rows } = await beginPool.query<{ id: string; attempt_count: number; round_attempts: number }>(
-          beginAttempts,
-          [ds.map((d) => d.id), ds.map((d) => d.lease_token), leaseMs(webhooks)],
+          prepared('begin_attempts', beginAttempts, [
+            ds.map((d) => d.id),
+            ds.map((d) => d.lease_token),
+            leaseMs(webhooks),
+          ]),
         );
         const byId = new Map(rows.map((r) => [r.id, r]));
         return ds.map((d) => {
@@ -183,21 +186,23 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     counts.claims++;
     return inTransaction(claimPool, async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock($1)', [claimLockId]);
-      const { rows } = await tx.query<Claimed>(claimDeliveries, [
-        free,
-        leaseMs(webhooks),
-        webhooks.endpointConcurrency,
-        webhooks.endpointConcurrencyMax,
-        slots.tenantShare,
-        use.ids,
-        use.held,
-        use.usedMs,
-        use.costMs,
-        slots.unreservedFree(),
-        slots.slowEndpointIds(),
-        unknownCostMs,
-        slots.deliveryIds(),
-      ]);
+      const { rows } = await tx.query<Claimed>(
+        prepared('claim_deliveries', claimDeliveries, [
+          free,
+          leaseMs(webhooks),
+          webhooks.endpointConcurrency,
+          webhooks.endpointConcurrencyMax,
+          slots.tenantShare,
+          use.ids,
+          use.held,
+          use.usedMs,
+          use.costMs,
+          slots.unreservedFree(),
+          slots.slowEndpointIds(),
+          unknownCostMs,
+          slots.deliveryIds(),
+        ]),
+      );
       return rows;
     });
   }

@@ -9,6 +9,7 @@ import {
   disableEndpoints,
   insertAttempts,
   lockEndpointsHealth,
+  prepared,
   recordSuccesses,
   settleDeliveries,
   updateEndpointsHealth,
@@ -135,23 +136,25 @@ async function recordSucceeded(pool: Pool, settings: RecordSettings, outcomes: O
     { id: string; replayed: boolean; breaker_was_open: boolean } & (
       { chained: false } | ({ chained: true } & Omit<Claimed, 'id'>)
     )
-  >(recordSuccesses, [
-    column((o) => o.delivery.id),
-    column((o) => o.delivery.lease_token),
-    column((o) => o.delivery.event_id),
-    column((o) => o.delivery.endpoint_id),
-    column((o) => o.delivery.attempt_count),
-    column((o) => o.result.statusCode),
-    column((o) => o.result.latencyMs),
-    column((o) => o.result.responseSnippet),
-    column((o) => o.startedAt.toISOString()),
-    settings.breaker.rate.window,
-    column((o) => Boolean(chain && o.chain)),
-    chain?.leaseMs ?? 0,
-    chain?.inHand() ?? [],
-    chain?.endpointConcurrency ?? 1,
-    chain?.endpointConcurrencyMax ?? 1,
-  ]);
+  >(
+    prepared('record_successes', recordSuccesses, [
+      column((o) => o.delivery.id),
+      column((o) => o.delivery.lease_token),
+      column((o) => o.delivery.event_id),
+      column((o) => o.delivery.endpoint_id),
+      column((o) => o.delivery.attempt_count),
+      column((o) => o.result.statusCode),
+      column((o) => o.result.latencyMs),
+      column((o) => o.result.responseSnippet),
+      column((o) => o.startedAt.toISOString()),
+      settings.breaker.rate.window,
+      column((o) => Boolean(chain && o.chain)),
+      chain?.leaseMs ?? 0,
+      chain?.inHand() ?? [],
+      chain?.endpointConcurrency ?? 1,
+      chain?.endpointConcurrencyMax ?? 1,
+    ]),
+  );
   const settled = new Map<string, { replayed: boolean; breaker_was_open: boolean }>();
   const chained = new Map<string, Claimed[]>(); // endpoint id → its next deliveries, oldest due first
   for (const r of rows) {
@@ -193,29 +196,33 @@ type Tx = Pick<Pool, 'query'>;
 
 async function recordIn(tx: Tx, settings: RecordSettings, outcomes: Outcome[]): Promise<Recorded[]> {
   const column = <T>(f: (o: Outcome) => T) => outcomes.map(f);
-  await tx.query(insertAttempts, [
-    column((o) => o.delivery.id),
-    column((o) => o.delivery.event_id),
-    column((o) => o.delivery.endpoint_id),
-    column((o) => o.delivery.attempt_count),
-    column((o) => o.result.outcome),
-    column((o) => o.result.statusCode),
-    column((o) => o.result.latencyMs),
-    column((o) => errorText(o.result)),
-    column((o) => o.result.responseSnippet),
-    column((o) => o.startedAt.toISOString()),
-  ]);
+  await tx.query(
+    prepared('insert_attempts', insertAttempts, [
+      column((o) => o.delivery.id),
+      column((o) => o.delivery.event_id),
+      column((o) => o.delivery.endpoint_id),
+      column((o) => o.delivery.attempt_count),
+      column((o) => o.result.outcome),
+      column((o) => o.result.statusCode),
+      column((o) => o.result.latencyMs),
+      column((o) => errorText(o.result)),
+      column((o) => o.result.responseSnippet),
+      column((o) => o.startedAt.toISOString()),
+    ]),
+  );
   // The retry schedule's next wait of each failure (null: used up), unless a replay asked for meanwhile comes first.
   const retryInMs = column((o) =>
     o.result.outcome === 'Succeeded' ? null : listedDelayMs(settings.retryScheduleMs, o.delivery.round_attempts),
   );
-  const settled = await tx.query<{ id: string; replayed: boolean }>(settleDeliveries, [
-    column((o) => o.delivery.id),
-    column((o) => o.delivery.lease_token),
-    column((o) => o.result.outcome === 'Succeeded'),
-    retryInMs,
-    column((o) => errorText(o.result)),
-  ]);
+  const settled = await tx.query<{ id: string; replayed: boolean }>(
+    prepared('settle_deliveries', settleDeliveries, [
+      column((o) => o.delivery.id),
+      column((o) => o.delivery.lease_token),
+      column((o) => o.result.outcome === 'Succeeded'),
+      retryInMs,
+      column((o) => errorText(o.result)),
+    ]),
+  );
   const replayedById = new Map(settled.rows.map((r) => [r.id, r.replayed]));
 
   // The endpoints' health, from the outcomes whose deliveries were still this dispatcher's.
@@ -226,9 +233,9 @@ async function recordIn(tx: Tx, settings: RecordSettings, outcomes: Outcome[]): 
   });
   const effects = new Map<number, OutcomeEffect>();
   if (byEndpoint.size > 0) {
-    const { rows: healths } = await tx.query<EndpointHealth & { id: string }>(lockEndpointsHealth, [
-      [...byEndpoint.keys()],
-    ]);
+    const { rows: healths } = await tx.query<EndpointHealth & { id: string }>(
+      prepared('lock_endpoints_health', lockEndpointsHealth, [[...byEndpoint.keys()]]),
+    );
     const after = healths.map((h) => {
       const indexes = byEndpoint.get(h.id)!;
       const run = afterOutcomes(
@@ -240,18 +247,20 @@ async function recordIn(tx: Tx, settings: RecordSettings, outcomes: Outcome[]): 
       return { id: h.id, ...run.after };
     });
     if (after.length > 0)
-      await tx.query(updateEndpointsHealth, [
-        after.map((a) => a.id),
-        after.map((a) => a.failures),
-        after.map((a) => a.mask),
-        after.map((a) => a.attempts),
-        after.map((a) => a.trips),
-        after.map((a) => a.opened),
-        after.map((a) => a.probeMs),
-        after.map((a) => a.succeeded),
-        after.map((a) => a.failed),
-        after.map((a) => a.failedLast),
-      ]);
+      await tx.query(
+        prepared('update_endpoints_health', updateEndpointsHealth, [
+          after.map((a) => a.id),
+          after.map((a) => a.failures),
+          after.map((a) => a.mask),
+          after.map((a) => a.attempts),
+          after.map((a) => a.trips),
+          after.map((a) => a.opened),
+          after.map((a) => a.probeMs),
+          after.map((a) => a.succeeded),
+          after.map((a) => a.failed),
+          after.map((a) => a.failedLast),
+        ]),
+      );
   }
 
   // Deliveries that gave up: the first of each endpoint disables it, with its reason.
