@@ -403,11 +403,14 @@ async function noiseOutcome(noise: Noise) {
 
 /** Disables the noisy endpoints and waits until none of their attempts is in flight. */
 async function silence(noise: Noise) {
-  // setEndpointStatus's statement, for all of them at once (the outage has 1,000)
+  // setEndpointStatus's statement, for all of them at once (the outage has 1,000), locking them in
+  // id order as the dispatchers' recordings do: in the table's order it deadlocked with a
+  // recording of several of them (seen once in the outage).
   await pool!.query(
-    `UPDATE webhook_endpoints SET status = 'Disabled', disabled_reason = 'bench: phase over',
-            disabled_at = coalesce(disabled_at, now()), updated_at = now()
-      WHERE tenant_id = ANY($1)`,
+    `UPDATE webhook_endpoints ep SET status = 'Disabled', disabled_reason = 'bench: phase over',
+            disabled_at = coalesce(ep.disabled_at, now()), updated_at = now()
+       FROM (SELECT id FROM webhook_endpoints WHERE tenant_id = ANY($1) ORDER BY id FOR NO KEY UPDATE) locked
+      WHERE ep.id = locked.id`,
     [noise.tenantIds],
   );
   await waitUntil(
