@@ -186,23 +186,23 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     counts.claims++;
     return inTransaction(claimPool, async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock($1)', [claimLockId]);
-      const { rows } = await tx.query<Claimed>(
-        prepared('claim_deliveries', claimDeliveries, [
-          free,
-          leaseMs(webhooks),
-          webhooks.endpointConcurrency,
-          webhooks.endpointConcurrencyMax,
-          slots.tenantShare,
-          use.ids,
-          use.held,
-          use.usedMs,
-          use.costMs,
-          slots.unreservedFree(),
-          slots.slowEndpointIds(),
-          unknownCostMs,
-          slots.deliveryIds(),
-        ]),
-      );
+      // Not a named statement (unlike the others): the tests that hold a dispatcher back after its
+      // claim (webhook-lease, webhook-replay-in-flight) find it by its text.
+      const { rows } = await tx.query<Claimed>(claimDeliveries, [
+        free,
+        leaseMs(webhooks),
+        webhooks.endpointConcurrency,
+        webhooks.endpointConcurrencyMax,
+        slots.tenantShare,
+        use.ids,
+        use.held,
+        use.usedMs,
+        use.costMs,
+        slots.unreservedFree(),
+        slots.slowEndpointIds(),
+        unknownCostMs,
+        slots.deliveryIds(),
+      ]);
       return rows;
     });
   }
