@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { ensureDatabase, migrateUp } from '../../src/shared/db/migrate.js';
-import { buildService, removeServiceBuild } from '../support/service-build.js';
+import { alive, buildService, removeServiceBuild } from '../support/service-build.js';
 
 // Where the real Kafka and PostgreSQL come from: KAFKA_BROKERS and DATABASE_URL from the
 // environment, else the project's own broker (scripts/kafka: the one Kafka version the project
@@ -21,14 +21,6 @@ declare module 'vitest' {
 // drop each other's; a run's template goes at its end, those of runs that died at the next start.
 const templatePrefix = `connect_test_tpl_${createHash('sha1').update(process.cwd()).digest('hex').slice(0, 8)}_`;
 const templateName = `${templatePrefix}${process.pid}`;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 function fromLocalStack() {
   execFileSync('scripts/kafka', ['up'], { stdio: 'inherit' });

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 
 const prefix = '.test-build-';
-const alive = (pid: number) => {
+/** Whether a process of this pid runs (a run's leftovers are removed once their process is gone). */
+export const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
     return true;
