@@ -4,7 +4,7 @@ import { webhookCreate } from '../../src/admin/commands/webhook.js';
 import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { leaseMs, startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
-import { claimDeliveries } from '../../src/workers/webhooks/sql.js';
+import { claimCandidates, claimDeliveries } from '../../src/workers/webhooks/sql.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
 import { testConfig } from '../support/gateway.js';
@@ -49,9 +49,9 @@ function dispatcherPool(name: string): Pool {
   return p;
 }
 
-/** A pool whose connections count the claims they complete (a dispatcher's chances to take a delivery). */
+/** A pool whose connections count the looks for due deliveries they complete (claimCandidates: a dispatcher's chances to take one). */
 function countingClaims(name: string): { pool: Pool; claims: () => number } {
-  const counted = claimCountingPool(db.url, name, claimDeliveries);
+  const counted = claimCountingPool(db.url, name, claimCandidates);
   pools.push(counted.pool);
   return counted;
 }

@@ -5,7 +5,7 @@ import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { findEvent, replayEvent } from '../../src/shared/webhooks/endpoint-deliveries.js';
 import { startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
-import { claimDeliveries } from '../../src/workers/webhooks/sql.js';
+import { claimCandidates } from '../../src/workers/webhooks/sql.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
 import { testConfig } from '../support/gateway.js';
@@ -41,9 +41,9 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** A dispatcher's pool whose connections count the claims they complete. */
+/** A dispatcher's pool whose connections count its looks for due deliveries (claimCandidates: its chances to take one). */
 function countingClaims(name: string): { pool: Pool; claims: () => number } {
-  const counted = claimCountingPool(db.url, name, claimDeliveries);
+  const counted = claimCountingPool(db.url, name, claimCandidates);
   pools.push(counted.pool);
   return counted;
 }

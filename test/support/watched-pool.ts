@@ -18,9 +18,11 @@ export function watchedPool(url: string, name: string, hook: StatementHook): Poo
   const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
   (Watched.prototype as unknown as { query: typeof query }).query = function (this: pg.Client, ...args: unknown[]) {
     const result = query.apply(this, args);
-    if (typeof args[0] !== 'string' || !(result instanceof Promise)) return result; // callback form: untouched
+    // a statement's text, or a (named) query config's
+    const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: unknown } | undefined)?.text;
+    if (typeof text !== 'string' || !(result instanceof Promise)) return result; // callback form: untouched
     return result.then(async (r: pg.QueryResult) => {
-      await hook(args[0] as string, r);
+      await hook(text, r);
       return r;
     });
   };
@@ -29,7 +31,7 @@ export function watchedPool(url: string, name: string, hook: StatementHook): Poo
   return pool;
 }
 
-/** A watched pool that counts the claims (`statement`) its connections complete. */
+/** A watched pool that counts the statements (`statement`, e.g. a claim) its connections complete. */
 export function claimCountingPool(url: string, name: string, statement: string): { pool: Pool; claims: () => number } {
   let claims = 0;
   const pool = watchedPool(url, name, (text) => {

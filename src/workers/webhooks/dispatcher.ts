@@ -1,6 +1,6 @@
 import type { Config } from '../../shared/config.js';
 import pg from 'pg';
-import { inTransaction, type Pool } from '../../shared/db/pool.js';
+import { transactionOn, unusableAfter, type Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logger.js';
 import { backoffMs, pause, schedules } from '../../shared/retry.js';
 import type { PollingWorker } from '../start-workers.js';
@@ -12,7 +12,7 @@ import { createWebhookAgents, type AttemptResult } from './post.js';
 import { leaseKeeper } from './lease.js';
 import { startEventPruner } from './prune.js';
 import { recordOutcomes, type Claimed, type Outcome, type Recorded, type RecordSettings } from './record.js';
-import { beginAttempts, claimDeliveries, claimLockId, prepared } from './sql.js';
+import { beginAttempts, claimCandidates, claimDeliveries, claimLockId, prepared } from './sql.js';
 import { listenForDueDeliveries } from './wake.js';
 
 export type DispatcherDeps = {
@@ -26,6 +26,15 @@ export type DispatcherDeps = {
 
 /** Outcomes recorded in one transaction at most (record.ts). */
 const recordBatchMax = 128;
+
+/**
+ * Deliveries to endpoints not known to answer that one claim takes at most (more free slots:
+ * claimed again at once). The claim holds the lock every dispatcher's claims wait for, and its
+ * cost grows with the endpoints it takes (each with its due deliveries): in bench:webhooks'
+ * outage, claims of hundreds of noisy deliveries after a wave of timeouts held it for 40-50 ms,
+ * and a healthy tenant's delivery waited behind them (issue 50).
+ */
+export const noisyClaimMax = 32;
 
 /** How long a lease lasts from the attempt's start: its timeout plus time to record its outcome. */
 export const leaseMs = (webhooks: Pick<Config['webhooks'], 'timeoutMs'>) => webhooks.timeoutMs + 5000;
@@ -104,7 +113,6 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   // again and their lost attempt is not counted, as after any crash (at least once). A chained
   // delivery's beginning is in its predecessor's outcome commit, flushed.
   const claimPool = ownPool(1, 'claim', '-c synchronous_commit=off');
-  const beginPool = ownPool(2, 'begin', '-c synchronous_commit=off'); // one beginning at a time per lane
   const answeringPool = ownPool(Math.max(1, Math.ceil((pool.options.max ?? 10) / 2)), 'answering-lane');
   const agents = createWebhookAgents({ allowPrivate: webhooks.allowPrivateTargets }); // kept alive per origin (post.ts)
   const settings: RecordSettings = {
@@ -147,7 +155,13 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   // one statement (beginnings) or one transaction (outcomes) with the others of its lane. One
   // transaction per attempt made the pool's connections, not the receivers, the limit (issue 50:
   // a healthy delivery spent most of its time waiting for a connection to begin and to record).
-  const lane = (lanePool: pg.Pool): Pick<AttemptDeps, 'pool' | 'begin' | 'record'> => {
+  const lane = (
+    lanePool: pg.Pool,
+    what: string,
+  ): Pick<AttemptDeps, 'pool' | 'begin' | 'record'> & { end(): Promise<void> } => {
+    // One beginning at a time per lane, on a connection of its own: the answering lane's never
+    // waits behind the beginning of hundreds of noisy deliveries (issue 50).
+    const beginPool = ownPool(1, `${what} begin`, '-c synchronous_commit=off');
     const begins = new Batcher<Claimed, Begun>(
       async (ds) => {
         const { rows } = await beginPool.query<{ id: string; attempt_count: number; round_attempts: number }>(
@@ -176,46 +190,79 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       pool: lanePool,
       begin: (d) => begins.submit(d),
       record: (o) => records.submit({ ...o, chain: chainable(o) }),
+      end: () => beginPool.end(),
     };
   };
-  const lanes = { answering: lane(answeringPool), other: lane(pool) };
+  const lanes = { answering: lane(answeringPool, 'answering-lane'), other: lane(pool, 'other-lane') };
 
-  /** Claims what the free slots may take, in one transaction that waits for any other dispatcher's claim. */
-  async function claim(free: number): Promise<Claimed[]> {
+  /** The claim's fair choice (sql.ts chooseDue) as this process's slots stand now. */
+  const chooseDueNow = () => {
     const use = slots.tenantUse();
+    return [
+      slots.free(),
+      webhooks.endpointConcurrency,
+      webhooks.endpointConcurrencyMax,
+      slots.tenantShare,
+      use.ids,
+      use.held,
+      use.usedMs,
+      use.costMs,
+      Math.min(slots.unreservedFree(), noisyClaimMax),
+      slots.slowEndpointIds(),
+      unknownCostMs,
+      slots.deliveryIds(),
+    ];
+  };
+
+  /**
+   * Claims what the free slots may take and launches it: finds where to look (claimCandidates,
+   * no lock: the costly part, done beside other dispatchers' claims), then claims there in one
+   * transaction that waits for any other dispatcher's claim. Returns whether the claim took all
+   * it could (more may be due).
+   */
+  async function claim(): Promise<boolean> {
+    const free = slots.free();
+    const params = chooseDueNow();
+    const client = await claimPool.connect();
+    let where: { endpoint_id: string }[];
+    try {
+      ({ rows: where } = await client.query<{ endpoint_id: string }>(
+        prepared('claim_candidates', claimCandidates, [...params, null]),
+      ));
+    } catch (err) {
+      client.release(unusableAfter(err));
+      throw err;
+    }
+    if (where.length === 0) {
+      client.release();
+      return false;
+    }
     counts.claims++;
-    return inTransaction(claimPool, async (tx) => {
+    const claimed = await transactionOn(client, async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock($1)', [claimLockId]);
       // Not a named statement (unlike the others): the tests that hold a dispatcher back after its
       // claim (webhook-lease, webhook-replay-in-flight) find it by its text.
-      const { rows } = await tx.query<Claimed>(claimDeliveries, [
-        free,
+      const { rows } = await tx.query<InHand>(claimDeliveries, [
+        ...params,
+        where.map((w) => w.endpoint_id),
         leaseMs(webhooks),
-        webhooks.endpointConcurrency,
-        webhooks.endpointConcurrencyMax,
-        slots.tenantShare,
-        use.ids,
-        use.held,
-        use.usedMs,
-        use.costMs,
-        slots.unreservedFree(),
-        slots.slowEndpointIds(),
-        unknownCostMs,
-        slots.deliveryIds(),
       ]);
       return rows;
     });
+    counts.claimed += claimed.length;
+    for (const d of claimed) launch(d);
+    // Full (or its noisy part full): more may be due.
+    return claimed.length === free || claimed.filter((d) => !d.answering).length >= noisyClaimMax;
   }
 
   async function step(state: LoopState): Promise<LoopState> {
     if (stopped.signal.aborted) return { name: 'stopped' };
     switch (state.name) {
       case 'polling': {
-        const free = slots.free();
-        if (free === 0) return { name: 'waiting' };
-        let claimed: Claimed[];
+        if (slots.free() === 0) return { name: 'waiting' };
+        let full: boolean;
         try {
-          claimed = await claim(free);
+          full = await claim();
         } catch (err) {
           const failures = state.failures + 1;
           log.warn(
@@ -225,10 +272,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
           return { name: 'backingOff', failures };
         }
         if (state.failures > 0) log.info({ failures: state.failures }, 'webhook polling works again');
-        counts.claimed += claimed.length;
-        for (const d of claimed) launch(d);
-        // A full claim means more may be due: poll again at once.
-        return claimed.length === free ? { name: 'polling', failures: 0 } : { name: 'waiting' };
+        return full ? { name: 'polling', failures: 0 } : { name: 'waiting' };
       }
       case 'waiting': {
         await pause(webhooks.pollIntervalMs, AbortSignal.any([stopped.signal, pollNow.signal]));
@@ -340,7 +384,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       await Promise.all([loop, listener?.close()]);
       await slots.settled(); // in-flight attempts finish (each bounded by the timeout)
       agents.destroy(); // the idle kept-alive connections
-      await Promise.all([claimPool.end(), beginPool.end(), answeringPool.end()]);
+      await Promise.all([claimPool.end(), lanes.answering.end(), lanes.other.end(), answeringPool.end()]);
     },
   };
 }

@@ -13,54 +13,51 @@ export const prepared = (name: string, text: string, values: unknown[]) => ({ na
 export const claimLockId = 7_239_014_561;
 
 /**
- * Claims due deliveries fairly, for $2 ms each. Due: Pending ones whose time has come and
- * Delivering ones whose lease expired (their dispatcher died mid-attempt), of Active endpoints
- * whose breaker lets something through. At most $1 (this dispatcher's free slots: its hard cap).
+ * Which due deliveries to claim, fairly; what claimDeliveries and claimCandidates share. Due:
+ * Pending ones whose time has come and Delivering ones whose lease expired (their dispatcher died
+ * mid-attempt), of Active endpoints whose breaker lets something through. At most $1 (this
+ * dispatcher's free slots: its hard cap).
  *
  * - Per endpoint: at most its share in flight at once, across all dispatchers (max_in_flight, or
- *   $3 where unset, never above $4; one while its breaker is half open, probing), oldest due first.
+ *   $2 where unset, never above $3; one while its breaker is half open, probing), oldest due first.
  * - Endpoints that answer (issue 50): its last attempt succeeded, its breaker is closed, and it is
- *   not among $11 (endpoints with a slow request at this dispatcher). Deliveries to any other
- *   endpoint take at most $10 of the slots (the free ones beyond the reserve, dispatcher-slots.ts):
- *   at most $10 such endpoints are looked at, those of the tenants that used least first; with
- *   $10 = 0, none.
- * - Per tenant, as this dispatcher knows them ($6 ids, $7 slots held here, $8 slot-ms used
- *   lately, $9 typical attempt ms; $12 for a tenant not listed): at most $5 − held slots; its
+ *   not among $10 (endpoints with a slow request at this dispatcher). Deliveries to any other
+ *   endpoint take at most $9 of the slots (the free ones beyond the reserve, dispatcher-slots.ts,
+ *   at most noisyClaimMax: dispatcher.ts): at most $9 such endpoints are looked at, those of the
+ *   tenants that used least first; with $9 = 0, none.
+ * - Per tenant, as this dispatcher knows them ($5 ids, $6 slots held here, $7 slot-ms used
+ *   lately, $8 typical attempt ms; $11 for a tenant not listed): at most $4 − held slots; its
  *   deliveries one endpoint after another (the first due of every endpoint, then the second …),
  *   its n-th ordered at used + (n − 1) × typical (start-time fair queueing by slot time).
  * - Across tenants: by that order, least used first; the oldest due breaks a tie.
- *
- * Runs after pg_advisory_xact_lock(claimLockId) in its transaction: one claim at a time, so the
- * counts of attempts in flight it reads cannot be raced by another dispatcher's claim. FOR UPDATE
- * SKIP LOCKED still skips a delivery whose outcome is being recorded right now. $13: ids this
- * dispatcher is still working on (an outcome waiting for PostgreSQL to come back), never its own
- * to take again. Returns what the attempt needs, and whether its endpoint counted as answering.
+ * - $12: ids this dispatcher is still working on (an outcome waiting for PostgreSQL to come
+ *   back), never its own to take again. $13: only these endpoints (null: all).
  */
-export const claimDeliveries = `
-  WITH tenant AS (
-    SELECT * FROM unnest($6::uuid[], $7::int[], $8::float8[], $9::float8[]) AS t(tenant_id, held, used_ms, cost_ms)
+const chooseDue = `tenant AS (
+    SELECT * FROM unnest($5::uuid[], $6::int[], $7::float8[], $8::float8[]) AS t(tenant_id, held, used_ms, cost_ms)
   ), endpoint_health AS (
     SELECT ep.id, ep.tenant_id, ep.max_in_flight, ep.breaker_opened_at,
            ep.breaker_opened_at IS NULL AND ep.last_success_at IS NOT NULL
              AND (ep.last_failure_at IS NULL OR ep.last_success_at >= ep.last_failure_at)
-             AND ep.id <> ALL($11::uuid[]) AS answering
+             AND ep.id <> ALL($10::uuid[]) AS answering
       FROM webhook_endpoints ep
      WHERE ep.status = 'Active'
        AND (ep.breaker_probe_at IS NULL OR ep.breaker_probe_at <= now())
+       AND ($13::uuid[] IS NULL OR ep.id = ANY($13::uuid[]))
        -- a tenant whose share is full here is not looked at further
-       AND $5 > coalesce((SELECT t.held FROM tenant t WHERE t.tenant_id = ep.tenant_id), 0)
+       AND $4 > coalesce((SELECT t.held FROM tenant t WHERE t.tenant_id = ep.tenant_id), 0)
   ), endpoint_due AS (
     SELECT h.id, h.tenant_id, h.answering, h.max_in_flight, h.breaker_opened_at,
            coalesce((SELECT t.used_ms FROM tenant t WHERE t.tenant_id = h.tenant_id), 0) AS used_ms,
-           coalesce((SELECT t.cost_ms FROM tenant t WHERE t.tenant_id = h.tenant_id), $12) AS cost_ms,
+           coalesce((SELECT t.cost_ms FROM tenant t WHERE t.tenant_id = h.tenant_id), $11) AS cost_ms,
            (SELECT min(d.next_attempt_at) FROM webhook_deliveries d
              WHERE d.endpoint_id = h.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now()
                AND (d.lease_until IS NULL OR d.lease_until < now())) AS oldest_due
       FROM endpoint_health h
-     WHERE h.answering OR $10 > 0
+     WHERE h.answering OR $9 > 0
   ), endpoint_room AS (
     SELECT h.id, h.tenant_id, h.answering, h.used_ms, h.cost_ms, h.oldest_due,
-           CASE WHEN h.breaker_opened_at IS NULL THEN least(coalesce(h.max_in_flight, $3), $4) ELSE 1 END
+           CASE WHEN h.breaker_opened_at IS NULL THEN least(coalesce(h.max_in_flight, $2), $3) ELSE 1 END
              - (SELECT count(*) FROM webhook_deliveries f
                  WHERE f.endpoint_id = h.id AND f.status = 'Delivering' AND f.lease_until >= now()) AS room
       FROM endpoint_due h
@@ -73,40 +70,64 @@ export const claimDeliveries = `
     (SELECT id, tenant_id, answering, room FROM (
        SELECT *, row_number() OVER (PARTITION BY tenant_id ORDER BY oldest_due, id) AS tenant_rank
          FROM endpoint_room WHERE NOT answering AND room > 0) e
-      ORDER BY used_ms + (tenant_rank - 1) * cost_ms, oldest_due, id LIMIT $10)
+      ORDER BY used_ms + (tenant_rank - 1) * cost_ms, oldest_due, id LIMIT $9)
   ), candidates AS (
-    SELECT c.id, r.tenant_id, r.answering, c.next_attempt_at,
+    SELECT c.id, c.endpoint_id, r.tenant_id, r.answering, c.next_attempt_at,
            row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.id) AS endpoint_rank
       FROM endpoint_pick r
      CROSS JOIN LATERAL (
        SELECT d.id, d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
         WHERE d.endpoint_id = r.id AND d.status IN ('Pending', 'Delivering') AND d.next_attempt_at <= now()
           AND (d.lease_until IS NULL OR d.lease_until < now())
-          AND d.id <> ALL($13::bigint[])
+          AND d.id <> ALL($12::bigint[])
         ORDER BY d.next_attempt_at, d.id
         LIMIT greatest(r.room, 0)) c
   ), tenant_ranked AS (
-    SELECT c.id, c.answering, c.next_attempt_at, t.used_ms, t.cost_ms, $5 - coalesce(t.held, 0) AS tenant_room,
+    SELECT c.id, c.endpoint_id, c.answering, c.next_attempt_at, t.used_ms, t.cost_ms, $4 - coalesce(t.held, 0) AS tenant_room,
            row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.endpoint_rank, c.next_attempt_at, c.id) AS tenant_rank
       FROM candidates c
       LEFT JOIN tenant t ON t.tenant_id = c.tenant_id
   ), ordered AS (
-    SELECT id, answering, next_attempt_at,
-           coalesce(used_ms, 0) + (tenant_rank - 1) * coalesce(cost_ms, $12) AS fair_at
+    SELECT id, endpoint_id, answering, next_attempt_at,
+           coalesce(used_ms, 0) + (tenant_rank - 1) * coalesce(cost_ms, $11) AS fair_at
       FROM tenant_ranked WHERE tenant_rank <= tenant_room
   ), ranked AS (
-    SELECT id, answering, next_attempt_at, fair_at,
+    SELECT id, endpoint_id, answering, next_attempt_at, fair_at,
            row_number() OVER (PARTITION BY answering ORDER BY fair_at, next_attempt_at, id) AS rank_in_pool
       FROM ordered
+  ), chosen AS (
+    SELECT id, endpoint_id, answering FROM ranked WHERE answering OR rank_in_pool <= $9
+     ORDER BY fair_at, next_attempt_at, id LIMIT $1`;
+
+/**
+ * The endpoints a claim would take deliveries of now (chooseDue, $13 null), read without the
+ * claim lock: what costs most (looking at every Active endpoint, hundreds of them hanging in an
+ * outage) is done here, beside other dispatchers' claims, and claimDeliveries looks again at
+ * these endpoints only, under the lock. Empty: nothing to claim, no lock taken (issue 50: claims
+ * of noisy endpoints held the lock for 10-50 ms, and a healthy delivery waited behind them).
+ */
+export const claimCandidates = `
+  WITH ${chooseDue}
+  )
+  SELECT DISTINCT endpoint_id FROM chosen`;
+
+/**
+ * Claims due deliveries (chooseDue, of the endpoints $13 that claimCandidates found), for $14 ms
+ * each. Runs after pg_advisory_xact_lock(claimLockId) in its transaction: one claim at a time, so
+ * the counts of attempts in flight it reads cannot be raced by another dispatcher's claim (the
+ * candidates were read before the lock: they are only where to look, counted again here). FOR
+ * UPDATE SKIP LOCKED still skips a delivery whose outcome is being recorded right now. Returns
+ * what the attempt needs, and whether its endpoint counted as answering.
+ */
+export const claimDeliveries = `
+  WITH ${chooseDue}
   ), picked AS (
-    SELECT d.id, p.answering FROM webhook_deliveries d
-      JOIN (SELECT id, answering, fair_at, next_attempt_at FROM ranked WHERE answering OR rank_in_pool <= $10
-             ORDER BY fair_at, next_attempt_at, id LIMIT $1) p ON p.id = d.id
+    SELECT d.id, p.answering FROM webhook_deliveries d JOIN chosen p ON p.id = d.id
      WHERE d.status IN ('Pending', 'Delivering') AND (d.lease_until IS NULL OR d.lease_until < now())
        FOR UPDATE OF d SKIP LOCKED
   ), claimed AS (
     UPDATE webhook_deliveries d
-       SET status = 'Delivering', lease_until = now() + $2 * interval '1 millisecond', lease_token = gen_random_uuid(),
+       SET status = 'Delivering', lease_until = now() + $14 * interval '1 millisecond', lease_token = gen_random_uuid(),
            updated_at = now() -- the attempt is counted when it begins (beginAttempts), not here
       FROM picked WHERE d.id = picked.id
     RETURNING d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempt_count, d.round_attempts, d.lease_token,
