@@ -42,7 +42,7 @@ import { createPool } from '../src/shared/db/pool.js';
 import { applyPhase, type ApplyPhase } from './lib/apply-phase.js';
 import { benchDatabase, type BenchDatabase } from './lib/bench-database.js';
 import { envInt } from './lib/env.js';
-import { fillGrowth, tableSizes, type FillStep, type GrowthFill } from './lib/growth-fill.js';
+import { fillGrowth, growthFillVersion, tableSizes, type FillStep, type GrowthFill } from './lib/growth-fill.js';
 import { deleteRunArtifacts } from './lib/kafka-admin.js';
 import type { LoadParams, LoadResult } from './lib/load.js';
 import {
@@ -60,6 +60,7 @@ import { round } from './lib/stats.js';
 
 const repoRoot = new URL('..', import.meta.url).pathname;
 const fill: GrowthFill = {
+  version: growthFillVersion,
   targets: envInt('GROWTH_TARGETS', 10_000_000),
   tenants: envInt('GROWTH_TENANTS', 200),
   otherJobs: envInt('GROWTH_OTHER_JOBS', 1_000_000),

@@ -16,7 +16,14 @@
 import type pg from 'pg';
 import { fillImportJobHistory } from '../../test/support/history.js';
 
+/**
+ * What the fill writes, as a number: a template filled by another version is filled again
+ * (bench/growth.ts compares every field). 2: events carry their subject_id, as the outbox writes it.
+ */
+export const growthFillVersion = 2;
+
 export type GrowthFill = {
+  version: number;
   targets: number;
   tenants: number;
   otherJobs: number;
@@ -146,14 +153,15 @@ export async function fillGrowth(
         // Event i: the other tenants' clients in turn, spread evenly over the retention window
         // (the newest a minute ago), feed position i + 1, its client's position i / tenants + 1.
         await client.query(
-          `INSERT INTO webhook_events (id, tenant_id, client_id, type, version, body, created_at, feed_seq, client_seq)
+          `INSERT INTO webhook_events (id, tenant_id, client_id, type, version, body, created_at, feed_seq, client_seq,
+                                      subject_id)
            SELECT 'evt_0' || lpad(i::text, 25, '0'), b.tenant_id, b.client_id, e.type, 1,
                   json_build_object('id', 'evt_0' || lpad(i::text, 25, '0'), 'type', e.type, 'version', 1,
                                     'createdAt', e.at, 'data', json_build_object('importJobId', 1000000 + i,
                                     'status', e.status, 'sourceSystem', 'erp-' || (i % 2), 'externalBatchId', 'B-' || i,
                                     'counts', json_build_object('received', 1000, 'accepted', 1000, 'rejected', 0,
                                                                 'applied', 1000, 'failed', 0)))::text,
-                  e.at, i + 1, i / $2::int + 1
+                  e.at, i + 1, i / $2::int + 1, (1000000 + i)::text -- subject_id: the import job, as the outbox writes it
              FROM generate_series(0, $1::int - 1) i
              JOIN bench_growth_tenants b ON b.n = i % $2::int,
                   LATERAL (SELECT now() - interval '1 minute'
