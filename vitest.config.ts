@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SpreadLongFiles from './test/setup/sequencer.js';
 import { measureTimeScale } from './test/support/time-scale.js';
 
 // Deadlines grow with the machine's measured slowness (see test/support/time-scale.ts); the test
@@ -16,6 +17,7 @@ export default defineConfig({
     // (own database cloned from a migrated template, own topic prefix and consumer groups).
     pool: 'forks',
     maxWorkers: 3,
+    sequence: { sequencer: SpreadLongFiles }, // the few long files apart (test/setup/sequencer.ts)
     testTimeout: Math.round(60_000 * scale),
     hookTimeout: Math.round(120_000 * scale),
     teardownTimeout: Math.round(60_000 * scale),
