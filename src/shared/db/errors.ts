@@ -52,6 +52,15 @@ const unavailableMessage =
   /^(Connection terminated|timeout expired$|timeout exceeded when trying to connect|Query read timeout$|Client has encountered a connection error|Client was closed and is not queryable)/i;
 
 /**
+ * A transaction PostgreSQL ended to resolve a race with another (40P01 deadlock detected, 40001
+ * serialization failure): the same statements run again are expected to succeed.
+ */
+export function isLostRace(err: unknown): boolean {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === '40P01' || code === '40001';
+}
+
+/**
  * What a failed attempt at applying a message says about trying again:
  * - `permanent`: the same message fails the same way however often it is tried (its data, or a
  *   statement PostgreSQL refuses): dead-letter it at once;

@@ -1,5 +1,5 @@
 import type { Config } from '../../shared/config.js';
-import { isPostgresUnavailable } from '../../shared/db/errors.js';
+import { isLostRace, isPostgresUnavailable } from '../../shared/db/errors.js';
 import type { Pool } from '../../shared/db/pool.js';
 import type { Logger } from '../../shared/logger.js';
 import { retrying, schedules } from '../../shared/retry.js';
@@ -8,6 +8,9 @@ import { signWebhook } from '../../shared/webhooks/signing.js';
 import { leaseKeeper } from './lease.js';
 import { postWebhook, type AttemptResult, type WebhookAgents } from './post.js';
 import type { Claimed, Outcome, Recorded } from './record.js';
+
+/** Times an outcome's recording is tried again after losing a race (a deadlock) before it is given up. */
+export const recordRacesRetried = 5;
 
 /** A begun attempt's counts (beginAttempts), or null when the lease is not this dispatcher's any more. */
 export type Begun = Pick<Claimed, 'attempt_count' | 'round_attempts'> | null;
@@ -75,15 +78,18 @@ export async function attemptDelivery(d: Claimed, deps: AttemptDeps, chained = f
       agents: deps.agents,
     });
     // The POST was made: once its record lands (lease token still ours) nothing is sent again, so
-    // it is retried while PostgreSQL is unreachable, the lease renewed meanwhile. Stopping
-    // meanwhile leaves the lease to expire (the delivery is sent again: at least once).
+    // it is retried while PostgreSQL is unreachable, the lease renewed meanwhile, and after a
+    // deadlock (a few times: concurrent recordings of one endpoint can deadlock, seen with two
+    // dispatchers, issue 50; given up, the delivery was sent again when its lease ran out).
+    // Stopping meanwhile leaves the lease to expire (the delivery is sent again: at least once).
+    let racesLost = 0;
     const recorded = await retrying(schedules.dependencyWait, () => deps.record({ delivery, startedAt, result }), {
-      retriable: isPostgresUnavailable,
+      retriable: (err) => isPostgresUnavailable(err) || (isLostRace(err) && ++racesLost <= recordRacesRetried),
       signal: deps.stopped,
       onRetry: (err, failures, retryInMs) =>
         log.warn(
           { err, ...context, outcome: result.outcome, failures, retryInMs },
-          'webhook attempt made but not recorded yet (PostgreSQL unavailable); retrying',
+          'webhook attempt made but not recorded yet; retrying',
         ),
     });
     return { delivery, result, recorded };
