@@ -12,7 +12,7 @@ import { createWebhookAgents, type AttemptResult } from './post.js';
 import { leaseKeeper } from './lease.js';
 import { startEventPruner } from './prune.js';
 import { recordOutcomes, type Claimed, type Outcome, type Recorded, type RecordSettings } from './record.js';
-import { beginAttempts, claimCandidates, claimDeliveries, claimLockId, prepared } from './sql.js';
+import { beginAttempts, claimCandidates, claimDeliveries, claimLockId, lockClaimEndpoints, prepared } from './sql.js';
 import { listenForDueDeliveries } from './wake.js';
 
 export type DispatcherDeps = {
@@ -39,11 +39,14 @@ export const noisyClaimMax = 32;
 /** How long a lease lasts from the attempt's start: its timeout plus time to record its outcome. */
 export const leaseMs = (webhooks: Pick<Config['webhooks'], 'timeoutMs'>) => webhooks.timeoutMs + 5000;
 
+/** What a claim loop takes: deliveries to endpoints that answer only, or to any endpoint. */
+type ClaimKind = 'answering' | 'any';
+
 /**
- * The loop's states. polling: claims what its free slots may take. waiting: nothing more to
+ * A claim loop's states. polling: claims what its free slots may take. waiting: nothing more to
  * claim now; the poll interval, a slot coming free or a notification that deliveries came due
- * (wake.ts) ends it. backingOff: PostgreSQL did not
- * answer the last poll (its failures in a row); only stop() cuts the wait short.
+ * (wake.ts) ends it. backingOff: PostgreSQL did not answer the last poll (its failures in a
+ * row); only stop() cuts the wait short.
  */
 type LoopState =
   | { name: 'polling'; failures: number }
@@ -82,11 +85,11 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     slowMs: webhooks.slowAttemptMs,
   });
   const stopped = new AbortController();
-  // Aborted when a slot comes free or deliveries came due (a NOTIFY): a waiting loop polls at once.
-  // One that comes during a poll is kept, so the wait after that poll ends at once: the poll's
-  // snapshot may have missed what the notification announced.
-  let pollNow = new AbortController();
-  const wake = () => pollNow.abort();
+  // Wakes both claim loops (below) when a slot comes free or deliveries came due (a NOTIFY): a
+  // waiting loop polls at once. One that comes during a poll is kept, so the wait after that poll
+  // ends at once: the poll's snapshot may have missed what the notification announced.
+  const wakers = new Set<() => void>();
+  const wake = () => wakers.forEach((w) => w());
   const listener = databaseUrl
     ? listenForDueDeliveries(databaseUrl, wake, log, { onLost: (why) => metrics.webhookListenLost(why) })
     : null;
@@ -112,7 +115,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   // whose outcomes then cannot be recorded (the lease token is gone): those deliveries are sent
   // again and their lost attempt is not counted, as after any crash (at least once). A chained
   // delivery's beginning is in its predecessor's outcome commit, flushed.
-  const claimPool = ownPool(1, 'claim', '-c synchronous_commit=off');
+  const claimPool = ownPool(2, 'claim', '-c synchronous_commit=off'); // one per claim loop
   const answeringPool = ownPool(Math.max(1, Math.ceil((pool.options.max ?? 10) / 2)), 'answering-lane');
   const agents = createWebhookAgents({ allowPrivate: webhooks.allowPrivateTargets }); // kept alive per origin (post.ts)
   const settings: RecordSettings = {
@@ -195,8 +198,11 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   };
   const lanes = { answering: lane(answeringPool, 'answering-lane'), other: lane(pool, 'other-lane') };
 
-  /** The claim's fair choice (sql.ts chooseDue) as this process's slots stand now. */
-  const chooseDueNow = () => {
+  /**
+   * The claim's fair choice (sql.ts chooseDue) as this process's slots stand now; `answering`:
+   * deliveries to endpoints that answer only.
+   */
+  const chooseDueNow = (kind: ClaimKind) => {
     const use = slots.tenantUse();
     return [
       slots.free(),
@@ -207,27 +213,35 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       use.held,
       use.usedMs,
       use.costMs,
-      Math.min(slots.unreservedFree(), noisyClaimMax),
+      kind === 'answering' ? 0 : Math.min(slots.unreservedFree(), noisyClaimMax),
       slots.slowEndpointIds(),
       unknownCostMs,
       slots.deliveryIds(),
     ];
   };
 
+  // One claim transaction of this process at a time (its two loops'), each reading the slots as
+  // the one before left them (launched): neither the cap nor a tenant's share is overrun.
+  let claimTurn: Promise<unknown> = Promise.resolve();
+  const inClaimTurn = <T>(work: () => Promise<T>): Promise<T> => {
+    const turn = claimTurn.then(work, work);
+    claimTurn = turn.catch(() => undefined);
+    return turn;
+  };
+
   /**
    * Claims what the free slots may take and launches it: finds where to look (claimCandidates,
-   * no lock: the costly part, done beside other dispatchers' claims), then claims there in one
-   * transaction that waits for any other dispatcher's claim. Returns whether the claim took all
-   * it could (more may be due).
+   * no lock: the costly part, beside the other loop's claims), then, in this process's claim
+   * turn, claims there in one transaction that locks those endpoints first (lockClaimEndpoints:
+   * it waits only for claims and recordings of the same endpoints). Returns whether the claim
+   * took all it could (more may be due).
    */
-  async function claim(): Promise<boolean> {
-    const free = slots.free();
-    const params = chooseDueNow();
+  async function claim(kind: ClaimKind): Promise<boolean> {
     const client = await claimPool.connect();
     let where: { endpoint_id: string }[];
     try {
       ({ rows: where } = await client.query<{ endpoint_id: string }>(
-        prepared('claim_candidates', claimCandidates, [...params, null]),
+        prepared('claim_candidates', claimCandidates, [...chooseDueNow(kind), null]),
       ));
     } catch (err) {
       client.release(unusableAfter(err));
@@ -237,55 +251,85 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       client.release();
       return false;
     }
-    counts.claims++;
-    const claimed = await transactionOn(client, async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock($1)', [claimLockId]);
-      // Not a named statement (unlike the others): the tests that hold a dispatcher back after its
-      // claim (webhook-lease, webhook-replay-in-flight) find it by its text.
-      const { rows } = await tx.query<InHand>(claimDeliveries, [
-        ...params,
-        where.map((w) => w.endpoint_id),
-        leaseMs(webhooks),
-      ]);
-      return rows;
+    return inClaimTurn(async () => {
+      const free = slots.free();
+      if (free === 0) {
+        client.release();
+        return false;
+      }
+      const params = chooseDueNow(kind);
+      counts.claims++;
+      const claimed = await transactionOn(client, async (tx) => {
+        await tx.query('SELECT pg_advisory_xact_lock_shared($1)', [claimLockId]);
+        const { rows: locked } = await tx.query<{ id: string }>(
+          prepared('claim_lock_endpoints', lockClaimEndpoints, [where.map((w) => w.endpoint_id)]),
+        );
+        if (locked.length === 0) return [];
+        // Not a named statement (unlike the others): the tests that hold a dispatcher back after
+        // its claim (webhook-lease, webhook-replay-in-flight) find it by its text.
+        const { rows } = await tx.query<InHand>(claimDeliveries, [
+          ...params,
+          locked.map((e) => e.id),
+          leaseMs(webhooks),
+        ]);
+        return rows;
+      });
+      counts.claimed += claimed.length;
+      for (const d of claimed) launch(d);
+      // Full (or its noisy part full): more may be due.
+      return claimed.length === free || claimed.filter((d) => !d.answering).length >= noisyClaimMax;
     });
-    counts.claimed += claimed.length;
-    for (const d of claimed) launch(d);
-    // Full (or its noisy part full): more may be due.
-    return claimed.length === free || claimed.filter((d) => !d.answering).length >= noisyClaimMax;
   }
 
-  async function step(state: LoopState): Promise<LoopState> {
-    if (stopped.signal.aborted) return { name: 'stopped' };
-    switch (state.name) {
-      case 'polling': {
-        if (slots.free() === 0) return { name: 'waiting' };
-        let full: boolean;
-        try {
-          full = await claim();
-        } catch (err) {
-          const failures = state.failures + 1;
-          log.warn(
-            { err, failures, retryInMs: backoffMs(schedules.dependencyWait, failures) },
-            'webhook poll failed; retrying',
-          );
-          return { name: 'backingOff', failures };
+  /**
+   * A claim loop. Two run: `answering` claims deliveries to endpoints that answer only, so a
+   * healthy delivery is claimed while `any` looks at hundreds of hanging endpoints for the
+   * unreserved slots and waits for their recordings (issue 50: in bench:webhooks' outage such a
+   * claim took up to 50-140 ms, and a healthy delivery waited behind it).
+   */
+  async function claimLoop(kind: ClaimKind) {
+    let pollNow = new AbortController();
+    const waker = () => pollNow.abort();
+    wakers.add(waker);
+    const step = async (state: LoopState): Promise<LoopState> => {
+      if (stopped.signal.aborted) return { name: 'stopped' };
+      switch (state.name) {
+        case 'polling': {
+          // `any` adds nothing to `answering` while no unreserved slot is free
+          if (slots.free() === 0 || (kind === 'any' && slots.unreservedFree() === 0)) return { name: 'waiting' };
+          let full: boolean;
+          try {
+            full = await claim(kind);
+          } catch (err) {
+            const failures = state.failures + 1;
+            // logged by one loop: both fail together when PostgreSQL is away
+            if (kind === 'answering')
+              log.warn(
+                { err, failures, retryInMs: backoffMs(schedules.dependencyWait, failures) },
+                'webhook poll failed; retrying',
+              );
+            return { name: 'backingOff', failures };
+          }
+          if (state.failures > 0 && kind === 'answering')
+            log.info({ failures: state.failures }, 'webhook polling works again');
+          return full ? { name: 'polling', failures: 0 } : { name: 'waiting' };
         }
-        if (state.failures > 0) log.info({ failures: state.failures }, 'webhook polling works again');
-        return full ? { name: 'polling', failures: 0 } : { name: 'waiting' };
+        case 'waiting': {
+          await pause(webhooks.pollIntervalMs, AbortSignal.any([stopped.signal, pollNow.signal]));
+          if (pollNow.signal.aborted) pollNow = new AbortController();
+          return { name: 'polling', failures: 0 };
+        }
+        case 'backingOff': {
+          await pause(backoffMs(schedules.dependencyWait, state.failures), stopped.signal);
+          return { name: 'polling', failures: state.failures };
+        }
+        case 'stopped':
+          return state;
       }
-      case 'waiting': {
-        await pause(webhooks.pollIntervalMs, AbortSignal.any([stopped.signal, pollNow.signal]));
-        if (pollNow.signal.aborted) pollNow = new AbortController();
-        return { name: 'polling', failures: 0 };
-      }
-      case 'backingOff': {
-        await pause(backoffMs(schedules.dependencyWait, state.failures), stopped.signal);
-        return { name: 'polling', failures: state.failures };
-      }
-      case 'stopped':
-        return state;
-    }
+    };
+    let state: LoopState = { name: 'polling', failures: 0 };
+    while (state.name !== 'stopped') state = await step(state);
+    wakers.delete(waker);
   }
 
   type InHand = Claimed & { answering?: boolean; chained?: boolean };
@@ -369,10 +413,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     }
   }
 
-  const loop = (async () => {
-    let state: LoopState = { name: 'polling', failures: 0 };
-    while (state.name !== 'stopped') state = await step(state);
-  })();
+  const loops = Promise.all([claimLoop('answering'), claimLoop('any')]);
 
   return {
     listening: () => listener?.listening() ?? false,
@@ -381,7 +422,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     async stop() {
       stopped.abort();
       stopCountingRenewals();
-      await Promise.all([loop, listener?.close()]);
+      await Promise.all([loops, listener?.close()]);
       await slots.settled(); // in-flight attempts finish (each bounded by the timeout)
       agents.destroy(); // the idle kept-alive connections
       await Promise.all([claimPool.end(), lanes.answering.end(), lanes.other.end(), answeringPool.end()]);
