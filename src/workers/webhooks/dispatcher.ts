@@ -29,10 +29,10 @@ const recordBatchMax = 128;
 
 /**
  * Deliveries to endpoints not known to answer that one claim takes at most (more free slots:
- * claimed again at once). The claim holds the lock every dispatcher's claims wait for, and its
- * cost grows with the endpoints it takes (each with its due deliveries): in bench:webhooks'
- * outage, claims of hundreds of noisy deliveries after a wave of timeouts held it for 40-50 ms,
- * and a healthy tenant's delivery waited behind them (issue 50).
+ * claimed again at once). A claim holds its endpoints' locks until it commits, and its cost grows
+ * with the endpoints it takes (each with its due deliveries): in bench:webhooks' outage, claims of
+ * hundreds of noisy deliveries after a wave of timeouts held the claim lock of the time for 40-50
+ * ms, and a healthy tenant's delivery waited behind them (issue 50).
  */
 export const noisyClaimMax = 32;
 
