@@ -22,6 +22,7 @@ import {
   type JsonSchema,
   type SchemaDoc,
 } from '../support/json-fuzz.js';
+import { untilNotRefused } from '../support/api-client.js';
 import { mulberry32 } from '../support/prng.js';
 import { useGatewaySuite } from '../support/suite.js';
 import { scaled } from '../support/time-scale.js';
@@ -945,7 +946,14 @@ let lastAnswer: Answer | undefined;
 async function send(r: FuzzRequest): Promise<Outcome> {
   lastAnswer = undefined;
   try {
-    const res = await suite.api.request(r.method, r.path, { headers: r.headers, rawBody: r.body });
+    // A 503 with Retry-After says a dependency was away (the shared broker timing out a produce
+    // on the loaded CI machine), not that the input broke anything: sent again, as clients do.
+    // An input that breaks the gateway answers 5xx again, and still fails the test.
+    const res = await untilNotRefused(
+      () => suite.api.request(r.method, r.path, { headers: r.headers, rawBody: r.body }),
+      scaled(30_000),
+      { only503: true },
+    );
     return { status: res.status, text: res.text, requestId: res.headers.get('x-request-id') };
   } catch (err) {
     const message = (err as Error).message;

@@ -102,14 +102,19 @@ export type ApiClient = Awaited<ReturnType<typeof createApiClient>>;
  * Sends until the answer is not a refusal to be retried (429, or 503 with `Retry-After`: the
  * shares, the rate limit, a dependency away), waiting `Retry-After` seconds between, as the API
  * guide tells clients to; gives up at the deadline. Returns the last answer. For tests whose
- * subject is not the refusal (crash safety under load on a busy machine).
+ * subject is not the refusal (crash safety under load on a busy machine). With `only503`, a 429
+ * is an answer like any other (for tests that count them).
  */
-export async function untilNotRefused(send: () => Promise<ApiResponse>, deadlineMs: number): Promise<ApiResponse> {
+export async function untilNotRefused(
+  send: () => Promise<ApiResponse>,
+  deadlineMs: number,
+  options: { only503?: boolean } = {},
+): Promise<ApiResponse> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const res = await send();
     const retryAfter = Number(res.headers.get('retry-after'));
-    const refused = res.status === 429 || (res.status === 503 && retryAfter > 0);
+    const refused = (res.status === 429 && !options.only503) || (res.status === 503 && retryAfter > 0);
     if (!refused || Date.now() > deadline) return res;
     await new Promise((r) => setTimeout(r, Math.max(retryAfter, 0.1) * 1000));
   }
