@@ -11,9 +11,12 @@ function slots(settings: Partial<ConstructorParameters<typeof DispatcherSlots>[0
     () => now,
   );
   /** Takes a slot; finish() ends its work. */
-  const take = (id: string, tenant: string, endpoint = `ep-${id}`) => {
+  const take = (id: string, tenant: string, endpoint = `ep-${id}`, answering = true) => {
     let finish!: () => void;
-    const done = s.take({ id, tenant_id: tenant, endpoint_id: endpoint }, () => new Promise<void>((r) => (finish = r)));
+    const done = s.take(
+      { id, tenant_id: tenant, endpoint_id: endpoint, answering },
+      () => new Promise<void>((r) => (finish = r)),
+    );
     return { finish: async () => (finish(), await done) };
   };
   return { s, take, advance: (ms: number) => (now += ms) };
@@ -62,6 +65,32 @@ describe('dispatcher slots', () => {
     await second.finish(); // answered fast
     expect(s.slowEndpointIds()).toEqual([]);
   });
+
+  it('lists as slow only what PostgreSQL counts as answering: not an open request claimed as not answering, not a slow failure', async () => {
+    const { s, take, advance } = slots();
+    const noisy = take('1', 'A', 'N', false);
+    const failing = take('2', 'A', 'F');
+    advance(1000);
+    expect(s.slowEndpointIds()).toEqual(['F']);
+    expect(s.isSlow('N')).toBe(true); // not chained after a success, all the same
+    s.markFailed('2');
+    await failing.finish();
+    expect(s.slowEndpointIds()).toEqual([]);
+    expect(s.isSlow('F')).toBe(false);
+    await noisy.finish(); // a slow success: PostgreSQL counts N as answering now, this list must not
+    expect(s.slowEndpointIds()).toEqual(['N']);
+  });
+
+  it('names the deliveries in hand for at least a given time', () => {
+    const { s, take, advance } = slots();
+    take('1', 'A');
+    advance(500);
+    take('2', 'A');
+    expect(s.deliveryIds()).toEqual(['1', '2']);
+    expect(s.deliveryIds(500)).toEqual(['1']);
+    expect(s.deliveryIds(501)).toEqual([]);
+  });
+
   it("keeps a slot held across a chain (the endpoint's next delivery, begun by the recording), charging each attempt", async () => {
     let now = 0;
     const s = new DispatcherSlots(

@@ -27,9 +27,12 @@ export type SlotSettings = {
 export type TenantUse = { ids: string[]; held: number[]; usedMs: number[]; costMs: number[] };
 
 type Tenant = { held: number; usedMs: number; at: number; costMs: number | null };
-type Running = { tenant: string; endpoint: string; startedAt: number };
-/** What a slot needs to know of a delivery. */
-export type SlotDelivery = { id: string; tenant_id: string; endpoint_id: string };
+type Running = { tenant: string; endpoint: string; startedAt: number; answering: boolean; failed: boolean };
+/**
+ * What a slot needs to know of a delivery; `answering`: claimed as a delivery to an endpoint that
+ * answers (or chained after its success), so PostgreSQL counts its endpoint as answering.
+ */
+export type SlotDelivery = { id: string; tenant_id: string; endpoint_id: string; answering?: boolean };
 
 /** A tenant never served here is ordered as if its attempts took this long (one slot-second). */
 export const unknownCostMs = 1000;
@@ -44,7 +47,7 @@ export class DispatcherSlots {
   private readonly running = new Map<string, Running>(); // delivery id → its attempt
   private readonly slots = new Set<Promise<void>>(); // each slot held: settles when its last attempt has
   private readonly tenants = new Map<string, Tenant>();
-  /** Endpoints whose last attempt here took slowMs or more (until one answers faster). */
+  /** Endpoints whose last attempt here succeeded, but took slowMs or more (until one answers faster). */
   private readonly slowEndpoints = new Set<string>();
   private peak = 0;
 
@@ -78,6 +81,11 @@ export class DispatcherSlots {
     return new Map([...this.tenants].filter(([, t]) => t.held > 0).map(([id, t]) => [id, t.held]));
   }
 
+  /** Slots this tenant holds now. */
+  tenantHeld(tenantId: string): number {
+    return this.tenants.get(tenantId)?.held ?? 0;
+  }
+
   /** Every tenant served here recently: slots held, slot-ms used (decayed, open requests included), typical attempt ms. */
   tenantUse(): TenantUse {
     const now = this.clock();
@@ -98,17 +106,43 @@ export class DispatcherSlots {
     return use;
   }
 
-  /** Endpoints not to be treated as answering: a request here open slowMs or more, or the last one took that long. */
+  /**
+   * Endpoints not to be treated as answering though PostgreSQL counts them so: a request here
+   * to an endpoint that answered (claimed as answering) open slowMs or more, or the last attempt
+   * here a success that took that long. Others are left out (PostgreSQL already counts an endpoint
+   * whose last attempt failed or that never answered as not answering): in an outage, hundreds of
+   * hanging requests are open, and the claim compares every endpoint with this list (issue 50).
+   */
   slowEndpointIds(): string[] {
     const now = this.clock();
     const slow = new Set(this.slowEndpoints);
-    for (const r of this.running.values()) if (now - r.startedAt >= this.slowMs) slow.add(r.endpoint);
+    for (const r of this.running.values()) if (r.answering && now - r.startedAt >= this.slowMs) slow.add(r.endpoint);
     return [...slow];
   }
 
-  /** Ids of the deliveries in hand (an attempt, or its outcome waiting for PostgreSQL). */
-  deliveryIds(): string[] {
-    return [...this.running.keys()];
+  /** Whether this endpoint has a request here open slowMs or more, or its last attempt here was slow. */
+  isSlow(endpointId: string): boolean {
+    if (this.slowEndpoints.has(endpointId)) return true;
+    const now = this.clock();
+    for (const r of this.running.values())
+      if (r.endpoint === endpointId && now - r.startedAt >= this.slowMs) return true;
+    return false;
+  }
+
+  /**
+   * The attempt of a delivery in hand failed: however long it took, it does not make its endpoint
+   * slow here (its recorded failure makes it not answering).
+   */
+  markFailed(deliveryId: string) {
+    const r = this.running.get(deliveryId);
+    if (r) r.failed = true;
+  }
+
+  /** Ids of the deliveries in hand (an attempt, or its outcome waiting for PostgreSQL) for heldMs or more. */
+  deliveryIds(heldMs = 0): string[] {
+    if (heldMs <= 0) return [...this.running.keys()];
+    const since = this.clock() - heldMs;
+    return [...this.running].filter(([, r]) => r.startedAt <= since).map(([id]) => id);
   }
 
   /**
@@ -127,18 +161,25 @@ export class DispatcherSlots {
     const settle = (d: D, startedAt: number) => {
       const now = this.clock();
       const tookMs = now - startedAt;
+      const failed = this.running.get(d.id)?.failed ?? false;
       this.running.delete(d.id);
       tenant.usedMs = this.decayed(tenant, now) + tookMs;
       tenant.at = now;
       tenant.costMs = tenant.costMs === null ? tookMs : 0.8 * tenant.costMs + 0.2 * tookMs;
       if (!this.tenants.has(tenantId)) this.tenants.set(tenantId, tenant);
-      this.noteSpeed(d.endpoint_id, tookMs);
+      this.noteSpeed(d.endpoint_id, failed ? 0 : tookMs);
     };
     // The next attempt starts in the same turn as the last one settles: no moment in which the
     // slot looks free (a claim could take it).
     const run = (d: D): Promise<void> => {
       const startedAt = this.clock();
-      this.running.set(d.id, { tenant: tenantId, endpoint: d.endpoint_id, startedAt });
+      this.running.set(d.id, {
+        tenant: tenantId,
+        endpoint: d.endpoint_id,
+        startedAt,
+        answering: d.answering ?? false,
+        failed: false,
+      });
       this.peak = Math.max(this.peak, this.running.size);
       const done = (async () => (await work(d)) ?? null)();
       return done.then(

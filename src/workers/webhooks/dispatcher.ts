@@ -12,7 +12,15 @@ import { createWebhookAgents, type AttemptResult } from './post.js';
 import { leaseKeeper } from './lease.js';
 import { startEventPruner } from './prune.js';
 import { recordOutcomes, type Claimed, type Outcome, type Recorded, type RecordSettings } from './record.js';
-import { beginAttempts, claimCandidates, claimDeliveries, claimLockId, lockClaimEndpoints, prepared } from './sql.js';
+import {
+  beginAttempts,
+  claimCandidates,
+  claimDeliveries,
+  claimLockId,
+  lockClaimEndpoints,
+  lockFreeClaimEndpoints,
+  prepared,
+} from './sql.js';
 import { listenForDueDeliveries } from './wake.js';
 
 export type DispatcherDeps = {
@@ -39,8 +47,9 @@ export const noisyClaimMax = 32;
 /** How long a lease lasts from the attempt's start: its timeout plus time to record its outcome. */
 export const leaseMs = (webhooks: Pick<Config['webhooks'], 'timeoutMs'>) => webhooks.timeoutMs + 5000;
 
-/** What a claim loop takes: deliveries to endpoints that answer only, or to any endpoint. */
-type ClaimKind = 'answering' | 'any';
+/** What a claim loop takes: deliveries to endpoints that answer, or to the others. */
+const claimKinds = ['answering', 'any'] as const;
+type ClaimKind = (typeof claimKinds)[number];
 
 /**
  * A claim loop's states. polling: claims what its free slots may take. waiting: nothing more to
@@ -85,11 +94,16 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     slowMs: webhooks.slowAttemptMs,
   });
   const stopped = new AbortController();
-  // Wakes both claim loops (below) when a slot comes free or deliveries came due (a NOTIFY): a
-  // waiting loop polls at once. One that comes during a poll is kept, so the wait after that poll
-  // ends at once: the poll's snapshot may have missed what the notification announced.
-  const wakers = new Set<() => void>();
-  const wake = () => wakers.forEach((w) => w());
+  // Wakes claim loops (below): a waiting loop polls at once. One that comes during a poll is kept,
+  // so the wait after that poll ends at once: the poll's snapshot may have missed what the
+  // notification announced. Deliveries coming due (a NOTIFY) wake both; a slot coming free, see
+  // launch.
+  const wakers = new Map<ClaimKind, () => void>();
+  const wake = (kinds: readonly ClaimKind[] = claimKinds) => {
+    for (const kind of kinds) wakers.get(kind)?.();
+  };
+  /** Whether no slot was free at the answering loop's last poll. */
+  let answeringStarved = false;
   const listener = databaseUrl
     ? listenForDueDeliveries(databaseUrl, wake, log, { onLost: (why) => metrics.webhookListenLost(why) })
     : null;
@@ -129,7 +143,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       leaseMs: leaseMs(webhooks),
       endpointConcurrency: webhooks.endpointConcurrency,
       endpointConcurrencyMax: webhooks.endpointConcurrencyMax,
-      inHand: () => slots.deliveryIds(),
+      inHand: () => slots.deliveryIds(webhooks.timeoutMs),
     },
   };
   /** Claim transactions, the deliveries they took, and the deliveries chained (begun by a success's recording). */
@@ -150,7 +164,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       o.result.latencyMs !== null &&
       o.result.latencyMs < webhooks.slowAttemptMs &&
       slots.free() > 0 &&
-      !slots.slowEndpointIds().includes(o.delivery.endpoint_id)
+      !slots.isSlow(o.delivery.endpoint_id)
     );
   }
 
@@ -199,10 +213,11 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   const lanes = { answering: lane(answeringPool, 'answering-lane'), other: lane(pool, 'other-lane') };
 
   /**
-   * The claim's fair choice (sql.ts chooseDue) as this process's slots stand now; `answering`:
-   * deliveries to endpoints that answer only.
+   * The claim's fair choice (sql.ts chooseDue) as this process's slots stand now, of these
+   * endpoints (null: all); `answering`: deliveries to endpoints that answer only; `any`: to the
+   * others only (each loop its own endpoints: `answering` takes every slot it needs).
    */
-  const chooseDueNow = (kind: ClaimKind) => {
+  const chooseDueNow = (kind: ClaimKind, endpoints: string[] | null) => {
     const use = slots.tenantUse();
     return [
       slots.free(),
@@ -216,7 +231,12 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       kind === 'answering' ? 0 : Math.min(slots.unreservedFree(), noisyClaimMax),
       slots.slowEndpointIds(),
       unknownCostMs,
-      slots.deliveryIds(),
+      // The deliveries in hand whose lease may have lapsed (PostgreSQL away for a whole lease:
+      // their outcome waits to be recorded): each lease runs timeoutMs + 5 s from its attempt's
+      // start, renewed meanwhile, so none younger. The claim compares every due delivery with them.
+      slots.deliveryIds(webhooks.timeoutMs),
+      endpoints,
+      kind === 'any',
     ];
   };
 
@@ -241,7 +261,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     let where: { endpoint_id: string }[];
     try {
       ({ rows: where } = await client.query<{ endpoint_id: string }>(
-        prepared('claim_candidates', claimCandidates, [...chooseDueNow(kind), null]),
+        prepared('claim_candidates', claimCandidates, chooseDueNow(kind, null)),
       ));
     } catch (err) {
       client.release(unusableAfter(err));
@@ -257,21 +277,23 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
         client.release();
         return false;
       }
-      const params = chooseDueNow(kind);
       counts.claims++;
       const claimed = await transactionOn(client, async (tx) => {
-        await tx.query('SELECT pg_advisory_xact_lock_shared($1)', [claimLockId]);
+        // `any` never waits for its endpoints' recordings (in this process's claim turn, its
+        // wait would be the next healthy claim's): it takes those not locked now.
         const { rows: locked } = await tx.query<{ id: string }>(
-          prepared('claim_lock_endpoints', lockClaimEndpoints, [where.map((w) => w.endpoint_id)]),
+          kind === 'any'
+            ? prepared('claim_lock_free_endpoints', lockFreeClaimEndpoints, [
+                where.map((w) => w.endpoint_id),
+                claimLockId,
+              ])
+            : prepared('claim_lock_endpoints', lockClaimEndpoints, [where.map((w) => w.endpoint_id), claimLockId]),
         );
         if (locked.length === 0) return [];
-        // Not a named statement (unlike the others): the tests that hold a dispatcher back after
-        // its claim (webhook-lease, webhook-replay-in-flight) find it by its text.
-        const { rows } = await tx.query<InHand>(claimDeliveries, [
-          ...params,
-          locked.map((e) => e.id),
-          leaseMs(webhooks),
-        ]);
+        const lockedIds = locked.map((e) => e.id);
+        const { rows } = await tx.query<InHand>(
+          prepared('claim_deliveries', claimDeliveries, [...chooseDueNow(kind, lockedIds), leaseMs(webhooks)]),
+        );
         return rows;
       });
       counts.claimed += claimed.length;
@@ -280,7 +302,6 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       return claimed.length === free || claimed.filter((d) => !d.answering).length >= noisyClaimMax;
     });
   }
-
   /**
    * A claim loop. Two run: `answering` claims deliveries to endpoints that answer only, so a
    * healthy delivery is claimed while `any` looks at hundreds of hanging endpoints for the
@@ -289,12 +310,12 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
    */
   async function claimLoop(kind: ClaimKind) {
     let pollNow = new AbortController();
-    const waker = () => pollNow.abort();
-    wakers.add(waker);
+    wakers.set(kind, () => pollNow.abort());
     const step = async (state: LoopState): Promise<LoopState> => {
       if (stopped.signal.aborted) return { name: 'stopped' };
       switch (state.name) {
         case 'polling': {
+          if (kind === 'answering') answeringStarved = slots.free() === 0;
           // `any` adds nothing to `answering` while no unreserved slot is free
           if (slots.free() === 0 || (kind === 'any' && slots.unreservedFree() === 0)) return { name: 'waiting' };
           let full: boolean;
@@ -329,33 +350,43 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     };
     let state: LoopState = { name: 'polling', failures: 0 };
     while (state.name !== 'stopped') state = await step(state);
-    wakers.delete(waker);
+    wakers.delete(kind);
   }
 
   type InHand = Claimed & { answering?: boolean; chained?: boolean };
 
   /**
    * Runs a claimed delivery in a slot; when its success's recording began the endpoint's next
-   * delivery (chained), that one runs in the same slot, and so on: the slot comes free (and the
-   * loop is woken to claim) only when a chain ends.
+   * delivery (chained), that one runs in the same slot, and so on: the slot comes free only when a
+   * chain ends. Then it wakes `any`, and `answering` only when that may claim more for it: the
+   * slot held deliveries to an endpoint that answers (claimed so, or one succeeded), its tenant was at its
+   * share, or no slot was free at answering's last poll. In an outage hundreds of noisy slots come
+   * free a second, and each woke the answering loop to look at every endpoint again (issue 50).
    */
   function launch(d: InHand) {
-    const inSlot = slots.take<InHand>(d, (x) =>
-      attempt(x).catch((err: unknown) => {
+    let answered = d.answering ?? false;
+    const inSlot = slots.take<InHand>(d, async (x) => {
+      try {
+        return await attempt(x, () => (answered = true));
+      } catch (err) {
         // Not recorded (an error other than PostgreSQL being away, or stopping while it was): the
         // lease expires and the delivery is tried again.
         log.error({ err, eventId: x.event_id, endpointId: x.endpoint_id }, 'webhook attempt could not be recorded');
         return null;
-      }),
-    );
-    void inSlot.finally(wake);
+      }
+    });
+    void inSlot.finally(() => {
+      const tenantWasFull = slots.tenantHeld(d.tenant_id) + 1 >= slots.tenantShare;
+      wake(answered || tenantWasFull || answeringStarved ? claimKinds : ['any']);
+    });
   }
 
   /**
    * One attempt, its lease kept alive until its outcome is recorded (attempt.ts); reported once
-   * recorded. Returns the endpoint's next delivery when the recording chained one (begun already).
+   * recorded; `onSucceeded` told of a success. Returns the endpoint's next delivery when the
+   * recording chained one (begun already).
    */
-  async function attempt(d: InHand): Promise<InHand | null> {
+  async function attempt(d: InHand, onSucceeded: () => void): Promise<InHand | null> {
     const deps: AttemptDeps = {
       ...(d.answering || d.chained ? lanes.answering : lanes.other),
       webhooks,
@@ -366,6 +397,8 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     };
     const made = await attemptDelivery(d, deps, d.chained);
     if (!made) return null;
+    if (made.result.outcome === 'Succeeded') onSucceeded();
+    else slots.markFailed(d.id);
     report(made.delivery, made.result, made.recorded);
     const next = made.recorded.outcome === 'succeeded' ? made.recorded.next : undefined;
     if (!next || next.endpoint_id !== d.endpoint_id) return null;
