@@ -74,7 +74,7 @@ export class LeaseKeeper {
   private async renew() {
     if (this.renewing || this.held.size === 0) return; // one at a time: a slow one is not stacked
     const startedAt = performance.now();
-    const due = [...this.held].filter(([, h]) => startedAt - h.setAt >= this.leaseMs / 2);
+    const due = dueForRenewal(this.held, startedAt, this.leaseMs);
     if (due.length === 0) return;
     this.renewing = true;
     try {
@@ -94,6 +94,11 @@ export class LeaseKeeper {
       this.renewing = false;
     }
   }
+}
+
+/** The leases held that were set half a lease ago or more (see LeaseKeeper): [id, lease state]. */
+export function dueForRenewal<H extends { setAt: number }>(held: ReadonlyMap<string, H>, now: number, leaseMs: number) {
+  return [...held].filter(([, h]) => now - h.setAt >= leaseMs / 2);
 }
 
 // One keeper, so one connection, per database and lease length in a process, whichever of the
