@@ -81,6 +81,23 @@ describe('dispatcher slots', () => {
     expect(s.slowEndpointIds()).toEqual(['N']);
   });
 
+  it('counts an endpoint slow while any of its requests here is open slowMs or more', async () => {
+    const { s, take, advance } = slots();
+    const old = take('1', 'A', 'E');
+    advance(1000);
+    const fresh = take('2', 'A', 'E');
+    expect(s.isSlow('E')).toBe(true);
+    expect(s.isSlow('other')).toBe(false);
+    s.markFailed('1');
+    await old.finish(); // a failure: forgets nothing slow of its own, and the fresh one is not slow yet
+    expect(s.isSlow('E')).toBe(false);
+    advance(1000);
+    expect(s.isSlow('E')).toBe(true);
+    s.markFailed('2');
+    await fresh.finish();
+    expect(s.isSlow('E')).toBe(false);
+  });
+
   it('names the deliveries in hand for at least a given time', () => {
     const { s, take, advance } = slots();
     take('1', 'A');

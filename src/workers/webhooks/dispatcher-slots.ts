@@ -45,9 +45,10 @@ export class DispatcherSlots {
   private readonly slowMs: number;
   private readonly halfLifeMs: number;
   private readonly running = new Map<string, Running>(); // delivery id → its attempt
+  private readonly openByEndpoint = new Map<string, Set<Running>>(); // the same, by endpoint: isSlow per success
   private readonly slots = new Set<Promise<void>>(); // each slot held: settles when its last attempt has
   private readonly tenants = new Map<string, Tenant>();
-  /** Endpoints whose last attempt here succeeded, but took slowMs or more (until one answers faster). */
+  /** Endpoints whose last attempt here succeeded, but took slowMs or more (until one answers faster or fails). */
   private readonly slowEndpoints = new Set<string>();
   private peak = 0;
 
@@ -120,12 +121,11 @@ export class DispatcherSlots {
     return [...slow];
   }
 
-  /** Whether this endpoint has a request here open slowMs or more, or its last attempt here was slow. */
+  /** Whether this endpoint has a request here open slowMs or more, or its last attempt here was a slow success. */
   isSlow(endpointId: string): boolean {
     if (this.slowEndpoints.has(endpointId)) return true;
     const now = this.clock();
-    for (const r of this.running.values())
-      if (r.endpoint === endpointId && now - r.startedAt >= this.slowMs) return true;
+    for (const r of this.openByEndpoint.get(endpointId) ?? []) if (now - r.startedAt >= this.slowMs) return true;
     return false;
   }
 
@@ -161,8 +161,11 @@ export class DispatcherSlots {
     const settle = (d: D, startedAt: number) => {
       const now = this.clock();
       const tookMs = now - startedAt;
-      const failed = this.running.get(d.id)?.failed ?? false;
+      const r = this.running.get(d.id);
       this.running.delete(d.id);
+      const open = this.openByEndpoint.get(d.endpoint_id);
+      if (r && open?.delete(r) && open.size === 0) this.openByEndpoint.delete(d.endpoint_id);
+      const failed = r?.failed ?? false;
       tenant.usedMs = this.decayed(tenant, now) + tookMs;
       tenant.at = now;
       tenant.costMs = tenant.costMs === null ? tookMs : 0.8 * tenant.costMs + 0.2 * tookMs;
@@ -173,13 +176,16 @@ export class DispatcherSlots {
     // slot looks free (a claim could take it).
     const run = (d: D): Promise<void> => {
       const startedAt = this.clock();
-      this.running.set(d.id, {
+      const r: Running = {
         tenant: tenantId,
         endpoint: d.endpoint_id,
         startedAt,
         answering: d.answering ?? false,
         failed: false,
-      });
+      };
+      this.running.set(d.id, r);
+      const open = this.openByEndpoint.get(d.endpoint_id) ?? new Set<Running>();
+      this.openByEndpoint.set(d.endpoint_id, open.add(r));
       this.peak = Math.max(this.peak, this.running.size);
       const done = (async () => (await work(d)) ?? null)();
       return done.then(
