@@ -36,6 +36,11 @@
 // JSON>, e.g. of the tree before a change on the same machine): issue 50's goal, quiet p50 ≤ 50 ms
 // and p99 ≤ 250 ms once the dispatcher is woken by the event's NOTIFY instead of its 1 s poll.
 //
+// Beside each phase's latency events, the least a dispatcher must do (bench/lib/bare-dispatcher.ts,
+// a process of its own: woken by NOTIFY, a claim's round trips, signing, the keep-alive POST; no
+// logic of ours) is timed the same way, a probe after each event: its p99 against its own in quiet
+// is what the phase's noise does to the machine (CPU, PostgreSQL) rather than to the dispatchers.
+//
 // Also: the most requests open at the receivers at once (healthy and noisy, counted exactly)
 // against the dispatchers' slots together, and each dispatcher's peak sockets (/proc/<pid>/fd).
 //
@@ -149,6 +154,7 @@ let pool: Pool | null = null;
 let pgAdmin: pg.Client | null = null;
 const dispatchers: Child[] = [];
 let receivers: Child | null = null;
+let bareDispatcher: Child | null = null;
 let ports: Ports;
 /** Transactions this process committed to the bench database during a phase's window. */
 let benchCommits = 0;
@@ -212,6 +218,20 @@ async function createHealthy(): Promise<Healthy[]> {
 }
 
 type Sent = { eventId: string; tenant: Healthy; committedAt: number };
+type BareSent = { id: string; committedAt: number };
+const bareKey = (b: BareSent) => `/bare bare-${b.id}`;
+const bareBody = JSON.stringify({ type: 'bench.bare_probe', data: { note: 'x'.repeat(240) } });
+
+/** A probe for the bare dispatcher (bench/lib/bare-dispatcher.ts): a row and its NOTIFY, one commit. */
+async function sendBare(): Promise<BareSent> {
+  const { rows } = await pool!.query<{ id: string }>(
+    `WITH p AS (INSERT INTO bench_bare_probe (body) VALUES ($1) RETURNING id)
+     SELECT id, pg_notify('bench_bare_probe', id::text) FROM p`,
+    [bareBody],
+  );
+  benchCommits++;
+  return { id: rows[0]!.id, committedAt: now() };
+}
 const keysOf = (s: Sent) => s.tenant.paths.map((p) => `${p} ${s.eventId}`);
 
 /** Latencies (arrival − commit) of sent events' deliveries that arrived. */
@@ -289,9 +309,13 @@ async function measureBurst(healthy: Healthy[]) {
   };
 }
 
-/** latencyEvents healthy events, one at a time at a steady rate, each timed from its commit to its arrival. */
+/**
+ * latencyEvents healthy events, one at a time at a steady rate, each timed from its commit to its
+ * arrival; after each, a probe of the bare dispatcher, timed the same way (the machine's share).
+ */
 async function measureLatency(healthy: Healthy[]) {
   const sent: Sent[] = [];
+  const bare: BareSent[] = [];
   const start = performance.now();
   for (let i = 0; i < opts.latencyEvents; i++) {
     const due = start + i * opts.latencyIntervalMs;
@@ -301,10 +325,16 @@ async function measureLatency(healthy: Healthy[]) {
     const { eventId } = await inTransaction(pool!, (tx) => recordTestEventIn(tx, tenant, eventNumber++));
     sent.push({ eventId, tenant, committedAt: now() });
     benchCommits++;
+    bare.push(await sendBare());
   }
   const sendSeconds = (performance.now() - start) / 1000;
   const keys = sent.flatMap(keysOf);
   const missing = await awaitArrivals(keys, 60_000);
+  const bareMissing = await awaitArrivals(bare.map(bareKey), 10_000);
+  const bareMs = bare.flatMap((b) => {
+    const at = arrivals.get(bareKey(b));
+    return at === undefined ? [] : [at - b.committedAt];
+  });
   const { all, byTenant } = latenciesOf(sent);
   const tenantP99 = [...byTenant.entries()].sort(([a], [b]) => a - b).map(([, v]) => round(percentiles(v).p99));
   // Event to first attempt (issue 50): from the commit to the start of each delivery's first
@@ -322,6 +352,8 @@ async function measureLatency(healthy: Healthy[]) {
     sendSeconds: round(sendSeconds, 1),
     ms: rounded(percentiles(all)),
     firstAttemptMs: rounded(percentiles(toFirstAttempt)),
+    bareMs: rounded(percentiles(bareMs)),
+    bareMissing,
     tenantP99Ms: tenantP99,
     worstTenantP99Ms: Math.max(...tenantP99),
   };
@@ -678,6 +710,9 @@ async function run() {
   await ensureDatabase(databaseUrl);
   await migrateUp(databaseUrl);
   pool = createPool(databaseUrl, 4, 'bench-webhooks');
+  await pool.query(
+    'CREATE TABLE bench_bare_probe (id bigserial PRIMARY KEY, body text NOT NULL, claimed_at timestamptz)',
+  );
   pgAdmin = new pg.Client({ connectionString: maintenanceUrl.toString(), application_name: 'bench-webhooks-watch' });
   await pgAdmin.connect();
 
@@ -695,6 +730,17 @@ async function run() {
     await d.waitFor(/workers: running webhooks/, 60_000);
   }
   const idleRssMiB = round(readMemory(dispatchers[0]!.pid)?.rssMiB ?? NaN, 0);
+  bareDispatcher = spawnTsx(
+    'bench/lib/bare-dispatcher.ts',
+    {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      BENCH_BARE_TARGET: `http://127.0.0.1:${ports.healthy}/bare`,
+      BENCH_BARE_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
+    },
+    'bare-dispatcher',
+  );
+  await bareDispatcher.waitFor(/bare-dispatcher: listening/, 60_000);
 
   // Warm-up (JIT, the pool's connections, PostgreSQL's caches), not counted: the first phase
   // measured must not pay for it. A few single deliveries, then one burst.
@@ -704,7 +750,10 @@ async function run() {
     const { eventId } = await inTransaction(pool, (tx) => recordTestEventIn(tx, tenant, eventNumber++));
     warm.push({ eventId, tenant, committedAt: now() });
   }
-  if ((await awaitArrivals(warm.flatMap(keysOf), 30_000)) > 0) throw new Error('warm-up deliveries did not arrive');
+  const warmBare: BareSent[] = [];
+  for (let i = 0; i < 20; i++) warmBare.push(await sendBare());
+  if ((await awaitArrivals([...warm.flatMap(keysOf), ...warmBare.map(bareKey)], 30_000)) > 0)
+    throw new Error('warm-up deliveries did not arrive');
   const warmBurst = await burstRound(healthy);
   if (warmBurst.received < warmBurst.deliveries) throw new Error('warm-up burst did not arrive');
   log(`warm-up burst: ${warmBurst.deliveriesPerSecond} deliveries/s`);
@@ -717,12 +766,14 @@ async function run() {
   const evaluated = results.map((r) => {
     const p99 = r.latency.ms.p99;
     const p99Ratio = base ? round(p99 / base.latency.ms.p99, 2) : NaN;
+    // The bare dispatcher's p99 against its own in quiet: what the phase does to the machine.
+    const bareP99Ratio = base ? round(r.latency.bareMs.p99 / base.latency.bareMs.p99, 2) : NaN;
     const throughputRatio = base
       ? round(r.throughput.deliveriesPerSecond / base.throughput.deliveriesPerSecond, 2)
       : NaN;
     return {
       ...r,
-      vsQuiet: { p99Ratio, throughputRatio },
+      vsQuiet: { p99Ratio, bareP99Ratio, throughputRatio },
       goals: {
         p99WithinRatio: Number.isFinite(p99Ratio) ? p99Ratio <= goals.p99Ratio : null,
         p99UnderMs: p99 < p99GoalMs(r.phase) && r.latency.missing === 0,
@@ -780,6 +831,9 @@ async function run() {
       cells((r) => `${r.latency.firstAttemptMs.p50} / ${r.latency.firstAttemptMs.p99}`),
     head('  max ms; worst tenant p99 ms') + cells((r) => `${r.latency.ms.max}; ${r.latency.worstTenantP99Ms}`),
     head('  p99 × quiet') + cells((r) => r.vsQuiet.p99Ratio),
+    head('bare dispatch p50 / p99 ms') + cells((r) => `${r.latency.bareMs.p50} / ${r.latency.bareMs.p99}`),
+    head('  bare p99 × quiet') + cells((r) => r.vsQuiet.bareP99Ratio),
+    head("  healthy p99 ÷ bare's") + cells((r) => round(r.latency.ms.p99 / r.latency.bareMs.p99, 2)),
     head('  deliveries (missing)') + cells((r) => `${r.latency.deliveries} (${r.latency.missing})`),
     head(`throughput deliveries/s (${opts.burstRounds} rnd)`) +
       cells((r) => `${r.throughput.deliveriesPerSecond} (${r.vsQuiet.throughputRatio}×)`),
@@ -836,7 +890,8 @@ async function run() {
       .filter((r) => r.phase !== 'quiet')
       .map(
         (r) =>
-          `  ${r.phase.padEnd(11)} p99 ${r.latency.ms.p99} ms = ${r.vsQuiet.p99Ratio}× quiet: ${yes(r.goals.p99WithinRatio)}; ` +
+          `  ${r.phase.padEnd(11)} p99 ${r.latency.ms.p99} ms = ${r.vsQuiet.p99Ratio}× quiet: ${yes(r.goals.p99WithinRatio)} ` +
+          `(the bare dispatcher's: ${r.vsQuiet.bareP99Ratio}× quiet); ` +
           `under ${p99GoalMs(r.phase)} ms: ${yes(r.goals.p99UnderMs)}; throughput ${r.vsQuiet.throughputRatio}× quiet: ` +
           `${yes(r.goals.throughputWithin)}; peak open ${r.peakOpenAtReceivers} ≤ ${s.concurrency * opts.dispatchers}: ${yes(r.goals.peakWithinCap)}`,
       ),
@@ -873,6 +928,7 @@ async function run() {
 
 async function teardown() {
   for (const d of dispatchers) await d.stop();
+  await bareDispatcher?.stop();
   await receivers?.stop();
   await pool?.end().catch(() => undefined);
   await pgAdmin?.end().catch(() => undefined);

@@ -2,14 +2,15 @@
 // (raising events, polling PostgreSQL) does not delay when a delivery is seen to arrive. Prints
 // one line `receivers: {"healthy":port,…}` once listening, then serves on 127.0.0.1:
 //
-//   healthy    answers 200 at once; records each request's arrival (path, webhook-id header, time)
+//   healthy    answers 200 at once; records each request's arrival (path, webhook-id header, time);
+//              under /bare the bare dispatcher's (bench/lib/bare-dispatcher.ts), not counted as open
 //   slow       answers 200 after BENCH_SLOW_MS (12 s: past the dispatcher's 10 s timeout)
 //   failing    answers 500 at once
 //   blackHole  a bare TCP server: accepts the connection, reads the request, never answers
 //   control    GET /arrivals?from=<n>: healthy arrivals from the n-th on, as [path, id, at]
 //              GET /noise: requests each noisy receiver has had, and how many are open now
 //              GET /open?from=<ms>&to=<ms>: noisy requests open at once, sampled every 100 ms (avg, max)
-//              GET /peak?reset=1: the most requests (healthy and noisy) open at once since the last reset,
+//              GET /peak?reset=1: the most dispatchers' requests (healthy and noisy) open at once since the last reset,
 //              counted exactly (each arrival and each answer or close), not sampled
 //
 // Times are epoch milliseconds with sub-millisecond resolution (performance.timeOrigin +
@@ -50,7 +51,7 @@ function opened(kind: Kind, over: http.ServerResponse | net.Socket) {
 }
 
 const healthy = http.createServer((req, res) => {
-  counted(res);
+  if (!req.url?.startsWith('/bare')) counted(res); // only the dispatchers' requests count against their slots
   req.resume();
   req.on('end', () => {
     arrivals.push([req.url ?? '/', String(req.headers['webhook-id'] ?? ''), now()]);
