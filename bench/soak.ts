@@ -226,6 +226,7 @@ function printTable(samples: Sample[]) {
   const cols = [
     ['min', 5],
     ['pruned MiB', 10],
+    ['maps', 5],
     ['jobs', 6],
     ['chunks', 6],
     ['events', 6],
@@ -249,6 +250,7 @@ function printTable(samples: Sample[]) {
     const cells = [
       round(s.t / 60, 1),
       mib(s.prunedBytes),
+      mib(s.prunedMapBytes ?? 0),
       m('import_jobs'),
       m('import_job_chunks'),
       m('webhook_events'),
@@ -274,6 +276,7 @@ function verdictLines(v: Verdict) {
   const mark = (pct: number) => (Number.isFinite(pct) && Math.abs(pct) <= 10 ? 'held' : 'missed');
   const lines = [
     `pruned tables together: ${v.pruned.startMiB} MiB at start, ${v.pruned.afterRetentionMiB} MiB at ${round(v.referenceSeconds / 60, 1)} min (first retention period + a prune interval), ${v.pruned.endMiB} MiB at the end (max after retention ${v.pruned.maxMiB}): ${v.pruned.changePercent} % (aim ±10 %: ${mark(v.pruned.changePercent)})`,
+    `the same without the free-space and visibility maps (${v.prunedData.mapsAfterRetentionMiB} → ${v.prunedData.mapsEndMiB} MiB of the above, created once per relation): ${v.prunedData.afterRetentionMiB} → ${v.prunedData.endMiB} MiB (max after retention ${v.prunedData.maxMiB}): ${v.prunedData.changePercent} % (aim ±10 %: ${mark(v.prunedData.changePercent)})`,
     `a retention period later (${round(v.settled.seconds / 60, 1)} min) to the end: ${v.settled.prunedMiB} → ${v.settled.endMiB} MiB, ${v.settled.changePercent} % (${mark(v.settled.changePercent)}; between ${v.settled.minMiB} and ${v.settled.maxMiB} MiB meanwhile); by table: ${JSON.stringify(v.settled.tables)} %`,
     'each table (MiB: start / after retention / end / max after retention; change after retention; rows after retention → end):',
   ];

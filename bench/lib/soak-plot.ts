@@ -110,6 +110,11 @@ export function soakPlot(
       unit: 'MiB',
       series: [
         { name: 'pruned tables, total', color: '#1f77b4', points: samples.map((s) => [at(s), mib(s.prunedBytes)]) },
+        {
+          name: 'pruned tables, without the free-space and visibility maps',
+          color: '#17becf',
+          points: samples.map((s) => [at(s), mib(s.prunedBytes - (s.prunedMapBytes ?? 0))]),
+        },
         ...tables.map(([t, color]) => ({
           name: t,
           color,
