@@ -41,7 +41,8 @@
 // logic of ours) is timed the same way, a probe after each event: its p99 against its own in quiet
 // is what the phase's noise does to the machine (CPU, PostgreSQL) rather than to the dispatchers.
 //
-// Also: the most requests open at the receivers at once (healthy and noisy, counted exactly)
+// Also: each dispatcher's event-loop delay in the phase (its metrics' nodejs_eventloop_lag_*,
+// reset at the phase's start: the worst p99 and max); the most requests open at the receivers at once (healthy and noisy, counted exactly)
 // against the dispatchers' slots together, and each dispatcher's peak sockets (/proc/<pid>/fd).
 //
 // Prints a table and the goals (a healthy tenant's p99 within 2× of quiet and under 2 s, under
@@ -153,6 +154,8 @@ type Ports = Record<'healthy' | 'slow' | 'failing' | 'blackHole' | 'control', nu
 let pool: Pool | null = null;
 let pgAdmin: pg.Client | null = null;
 const dispatchers: Child[] = [];
+/** Each dispatcher's metrics URL (its ops server). */
+const metricsUrls: string[] = [];
 let receivers: Child | null = null;
 let bareDispatcher: Child | null = null;
 let ports: Ports;
@@ -472,12 +475,37 @@ type PhaseResult = {
   latency: Awaited<ReturnType<typeof measureLatency>>;
   windowSeconds: number;
   /** All dispatchers together: CPU; the largest peak RSS and socket count of any one of them. */
-  dispatcher: { cpuSeconds: number; cores: number; peakRss: PeakRss; peakSockets: number };
+  dispatcher: {
+    cpuSeconds: number;
+    cores: number;
+    peakRss: PeakRss;
+    peakSockets: number;
+    eventLoopDelay: { p99Ms: number; maxMs: number };
+  };
   /** The most requests (healthy and noisy) open at the receivers at once, against the dispatchers' slots together. */
   peakOpenAtReceivers: number;
   postgres: BackendLoad & { benchCommits: number; dispatcherCommitsPerSecond: number };
   cpu: PhaseCpu;
 };
+
+/**
+ * The dispatchers' event-loop delay since the last call (prom-client's monitorEventLoopDelay at
+ * 10 ms resolution, reset at each scrape): the worst dispatcher's p99 and max, in ms. The time a
+ * delivery's every step (a notification, a query's answer, a response) may wait to be handled.
+ */
+async function loopDelay(): Promise<{ p99Ms: number; maxMs: number }> {
+  const read = async (url: string) => {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const gauge = (name: string) =>
+      Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
+    return { p99Ms: gauge('nodejs_eventloop_lag_p99_seconds'), maxMs: gauge('nodejs_eventloop_lag_max_seconds') };
+  };
+  const all = await Promise.all(metricsUrls.map(read));
+  return {
+    p99Ms: round(Math.max(...all.map((a) => a.p99Ms)), 1),
+    maxMs: round(Math.max(...all.map((a) => a.maxMs)), 1),
+  };
+}
 
 /** The most sockets any one of the processes had open at once (sampled every 100 ms from /proc/<pid>/fd). */
 function watchSockets(pids: number[]) {
@@ -536,6 +564,7 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
   const sockets = watchSockets(dispatchers.map((d) => d.pid));
   await control('/peak?reset=1');
   const pgLoad = await watchBackends(pgAdmin!, dbName, dispatcherApplicationName);
+  await loopDelay(); // resets it: what follows is this phase's
   benchCommits = 0;
   const t0 = now();
   let deliveries = 0;
@@ -557,6 +586,7 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
   const throughputFrom = now();
   const throughput = await measureBurst(healthy);
   const t1 = now();
+  const eventLoopDelay = await loopDelay();
   const load = await pgLoad.stop();
   const cpuUse = cpu.end([...dispatchers.map((d) => d.pid), receivers!.pid]);
   const dispatcherCpu = dispatchersCpu() - dispatcherCpu0;
@@ -599,6 +629,7 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
       cores: round(dispatcherCpu / load.seconds, 2),
       peakRss,
       peakSockets,
+      eventLoopDelay,
     },
     peakOpenAtReceivers,
     postgres: {
@@ -727,6 +758,7 @@ async function run() {
   for (let i = 0; i < opts.dispatchers; i++) {
     const d = spawnTsx('src/workers/runner.ts', dispatcherEnv, `dispatcher${i}`);
     dispatchers.push(d);
+    metricsUrls.push((await d.waitFor(/workers: metrics on (\S+?)"/, 60_000))[1]!);
     await d.waitFor(/workers: running webhooks/, 60_000);
   }
   const idleRssMiB = round(readMemory(dispatchers[0]!.pid)?.rssMiB ?? NaN, 0);
@@ -868,6 +900,8 @@ async function run() {
     head('dispatcher peak RSS MiB (max)') +
       cells((r) => `${r.dispatcher.peakRss.peakRssMiB}${r.dispatcher.peakRss.from === 'VmHWM' ? '' : '*'}`),
     head('dispatcher peak sockets (max)') + cells((r) => r.dispatcher.peakSockets),
+    head('dispatcher loop delay p99 / max ms') +
+      cells((r) => `${r.dispatcher.eventLoopDelay.p99Ms} / ${r.dispatcher.eventLoopDelay.maxMs}`),
     head('its PG backends CPU s (cores)') +
       cells((r) => `${r.postgres.backendCpuSeconds} (${r.postgres.backendCores})`),
     head('db commits/s (dispatcher)') +
