@@ -1,15 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
-import type { Config } from '../../src/shared/config.js';
-import { createPool, type Pool } from '../../src/shared/db/pool.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
+import { admin, createClientWithKey } from '../support/fixtures.js';
 import { testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { spawnWorkers } from '../support/processes.js';
 import { scaled } from '../support/time-scale.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { raiseFieldJobEvents } from '../support/webhook-events.js';
+import { webhookHarness } from '../support/webhook-harness.js';
 
 // Issue 50: attempts are counted when sent, not when claimed. A dispatcher process SIGKILLed
 // after claiming a delivery and before sending it spends none of its attempts: the delivery is
@@ -20,7 +17,8 @@ import { raiseFieldJobEvents } from '../support/webhook-events.js';
 // waits for an advisory lock the test holds, on the first change to a claimed delivery under the
 // same lease (the statement that begins the attempt), then killed there.
 
-process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = 'true';
+const h = webhookHarness({ poolSize: 4, demo: true, receiver: true });
+
 const env = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   WEBHOOK_TIMEOUT_MS: '1000', // lease = 6 s
@@ -29,53 +27,34 @@ const env = {
 };
 const holdKey = 50_050;
 
-let db: TestDatabase;
-let pool: Pool;
-let config: Config;
-let demo: Demo;
-let receiver: WebhookReceiver;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = createPool(db.url, 4, 'test');
-  config = testConfig(db.url);
-  demo = await createDemo(pool);
-  receiver = await startWebhookReceiver();
-});
-
-afterAll(async () => {
-  await receiver?.close();
-  await pool?.end();
-  await db?.drop();
-});
-
 const delivery = async (eventId: string) =>
   (
-    await pool.query('SELECT status, attempt_count, round_attempts FROM webhook_deliveries WHERE event_id = $1', [
+    await h.pool.query('SELECT status, attempt_count, round_attempts FROM webhook_deliveries WHERE event_id = $1', [
       eventId,
     ])
   ).rows[0];
 
 describe('webhook attempts are counted when sent', () => {
   it('a dispatcher SIGKILLed after its claim and before its POST spends no attempt', async () => {
-    const { clientId } = await createClientWithKey(pool, demo.tenantId, '');
-    await admin(pool, webhookCreate, ['--client', clientId, '--url', receiver.url('/count'), '--events', 'all']);
-    await pool.query(`
+    const config = testConfig(h.db.url);
+    const { clientId } = await createClientWithKey(h.pool, h.demo.tenantId, '');
+    await admin(h.pool, webhookCreate, ['--client', clientId, '--url', h.receiver.url('/count'), '--events', 'all']);
+    await h.pool.query(`
       CREATE FUNCTION test_hold_attempt_start() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN PERFORM pg_advisory_xact_lock(${holdKey}); RETURN NEW; END $$;
       CREATE TRIGGER test_hold_attempt_start BEFORE UPDATE ON webhook_deliveries FOR EACH ROW
         WHEN (OLD.status = 'Delivering' AND NEW.status = 'Delivering' AND OLD.lease_token = NEW.lease_token)
         EXECUTE FUNCTION test_hold_attempt_start();`);
-    const holder = await pool.connect();
+    const holder = await h.pool.connect();
     await holder.query('SELECT pg_advisory_lock($1)', [holdKey]);
-    const [eventId] = await raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, 1, 'COUNT');
+    const [eventId] = await raiseFieldJobEvents(h.pool, { tenantId: h.demo.tenantId, clientId }, 1, 'COUNT');
 
     const first = spawnWorkers(config, 'webhooks', env);
     try {
       await first.running();
       await eventually(
         async () => {
-          const { rows } = await pool.query(
+          const { rows } = await h.pool.query(
             `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`,
             [holdKey],
           );
@@ -88,24 +67,24 @@ describe('webhook attempts are counted when sent', () => {
       expect(await first.kill('SIGKILL')).toBeNull();
       // Its statements die with it: none of them completes once the lock is let go (every
       // connection to this database but the test's own).
-      await pool.query(
+      await h.pool.query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
           WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> 'test'`,
       );
     } finally {
       await first.kill('SIGKILL');
-      await pool.query('DROP TRIGGER test_hold_attempt_start ON webhook_deliveries');
+      await h.pool.query('DROP TRIGGER test_hold_attempt_start ON webhook_deliveries');
       await holder.query('SELECT pg_advisory_unlock($1)', [holdKey]);
       holder.release();
     }
-    expect(receiver.received('/count')).toHaveLength(0);
+    expect(h.receiver.received('/count')).toHaveLength(0);
     expect(await delivery(eventId!)).toEqual({ status: 'Delivering', attempt_count: 0, round_attempts: 0 });
 
     // Another dispatcher takes it once the lease runs out, and sends it as its attempt 1.
     const second = spawnWorkers(config, 'webhooks', env);
     try {
       await second.running();
-      await receiver.waitFor('/count', 1, () => true, scaled(60_000));
+      await h.receiver.waitFor('/count', 1, () => true, scaled(60_000));
       await eventually(
         async () => ((await delivery(eventId!)).status === 'Succeeded' ? true : undefined),
         scaled(30_000),
@@ -114,9 +93,9 @@ describe('webhook attempts are counted when sent', () => {
     } finally {
       expect(await second.kill('SIGTERM')).toBe(0);
     }
-    expect(receiver.received('/count')).toHaveLength(1);
+    expect(h.receiver.received('/count')).toHaveLength(1);
     expect(await delivery(eventId!)).toEqual({ status: 'Succeeded', attempt_count: 1, round_attempts: 1 });
-    const { rows } = await pool.query(
+    const { rows } = await h.pool.query(
       'SELECT attempt, outcome FROM webhook_attempts WHERE event_id = $1 ORDER BY attempt',
       [eventId],
     );

@@ -1,18 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { webhookCreate } from '../../src/admin/commands/webhook.js';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/shared/config.js';
-import { createPool, type Pool } from '../../src/shared/db/pool.js';
 import { createEndpoint } from '../../src/shared/webhooks/endpoints.js';
-import { createLogger } from '../../src/shared/logger.js';
-import { startDispatcher } from '../../src/workers/webhooks/dispatcher.js';
 import type { AttemptResult } from '../../src/workers/webhooks/post.js';
 import { recordOutcomes, type Claimed, type RecordSettings } from '../../src/workers/webhooks/record.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { admin, createClientWithKey, createDemo } from '../support/fixtures.js';
-import { testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { raiseFieldJobEvents } from '../support/webhook-events.js';
+import { webhookHarness, type Owner } from '../support/webhook-harness.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 // Issue 50: the statement that records a success begins its endpoint's next due delivery, which
@@ -20,81 +14,40 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
 // real PostgreSQL and a real HTTP receiver. Claims are counted by the dispatcher's counts(), not
 // inferred from time; no assertion on a duration.
 
-process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = 'true';
-
-let db: TestDatabase;
-let pool: Pool;
-const stops: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = createPool(db.url, 6, 'test');
-});
-
-afterEach(async () => {
-  for (const stop of stops.splice(0).reverse()) await stop();
-});
-
-afterAll(async () => {
-  await pool?.end();
-  await db?.drop();
-});
+// No shared receiver: each test starts its own (receiverFor), so its peakOpen is that test's alone.
+const h = webhookHarness({ poolSize: 6, name: 'test-chain' });
 
 const anHour = 3_600_000;
 
-const settings = (extra: Record<string, string> = {}): Config['webhooks'] =>
-  testConfig(db.url, {
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+const settings = (extra: Record<string, string> = {}) =>
+  h.settings({
     WEBHOOK_TIMEOUT_MS: '5000',
     WEBHOOK_RETRY_SCHEDULE: '0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1',
     WEBHOOK_BREAKER_FAILURES: '1000', // failures here must not open the breaker (it would stop the attempts)
     WEBHOOK_BREAKER_FAILURE_RATE_PERCENT: '0',
     ...extra,
-  }).webhooks;
+  });
 
 /** A dispatcher woken by NOTIFY; pollIntervalMs an hour unless given (set directly, past the config's bound). */
-function dispatch(webhooks: Config['webhooks'] = { ...settings(), pollIntervalMs: anHour }) {
-  const d = startDispatcher({ webhooks, logger: createLogger('silent', 'test-chain'), pool, databaseUrl: db.url });
-  stops.push(() => d.stop());
-  return d;
-}
+const dispatch = (webhooks: Config['webhooks'] = { ...settings(), pollIntervalMs: anHour }) =>
+  h.dispatch(webhooks, { listen: true });
 
 async function receiverFor(): Promise<WebhookReceiver> {
   const r = await startWebhookReceiver();
-  stops.push(async () => {
+  h.stopAfterTest(async () => {
     r.release();
     await r.close();
   });
   return r;
 }
 
-type Owner = { tenantId: string; clientId: string };
-
-async function newOwner(): Promise<Owner> {
-  const { tenantId } = await createDemo(pool);
-  const { clientId } = await createClientWithKey(pool, tenantId, '');
-  return { tenantId, clientId };
-}
-
-async function newEndpoint(receiver: WebhookReceiver, owner: Owner, maxInFlight: number) {
-  const path = `/hook/${randomUUID()}`;
-  const created = await admin(pool, webhookCreate, [
-    '--client',
-    owner.clientId,
-    '--url',
-    receiver.url(path),
-    '--events',
-    'all',
-    '--max-in-flight',
-    String(maxInFlight),
-  ]);
-  return { path, endpointId: created.endpointId as string };
-}
+const newEndpoint = (receiver: WebhookReceiver, owner: Owner, maxInFlight: number) =>
+  h.newEndpoint(owner, ['--max-in-flight', String(maxInFlight)], receiver);
 
 const succeeded = async (eventIds: string[]) =>
   Number(
     (
-      await pool.query<{ n: string }>(
+      await h.pool.query<{ n: string }>(
         "SELECT count(*) AS n FROM webhook_deliveries WHERE event_id = ANY($1) AND status = 'Succeeded'",
         [eventIds],
       )
@@ -106,23 +59,23 @@ describe('webhook deliveries chained after a success', () => {
     const receiver = await receiverFor();
     const d = dispatch();
     await eventually(() => (d.listening() ? true : undefined), 30_000, 'the dispatcher LISTENs');
-    const owner = await newOwner();
+    const owner = await h.newOwner();
     const { path } = await newEndpoint(receiver, owner, 1);
     const n = 40;
     const before = d.counts();
 
-    const eventIds = await raiseFieldJobEvents(pool, owner, n, 'CHAIN'); // one transaction: all due at once
+    const eventIds = await raiseFieldJobEvents(h.pool, owner, n, 'CHAIN'); // one transaction: all due at once
     await eventually(async () => ((await succeeded(eventIds)) === n ? true : undefined), 60_000, 'all Succeeded');
 
     // Each once, in the order they were raised (max in flight 1: one after another), never two open at once.
     expect(receiver.received(path).map((r) => r.headers['webhook-id'])).toEqual(eventIds);
     expect(receiver.peakOpen()).toBe(1);
-    const { rows } = await pool.query<{ event_id: string; attempt: number; outcome: string }>(
+    const { rows } = await h.pool.query<{ event_id: string; attempt: number; outcome: string }>(
       `SELECT a.event_id, a.attempt, a.outcome FROM webhook_attempts a WHERE a.event_id = ANY($1) ORDER BY a.started_at`,
       [eventIds],
     );
     expect(rows.map((r) => [r.event_id, r.attempt, r.outcome])).toEqual(eventIds.map((id) => [id, 1, 'Succeeded']));
-    const { rows: counted } = await pool.query<{ attempt_count: number; round_attempts: number }>(
+    const { rows: counted } = await h.pool.query<{ attempt_count: number; round_attempts: number }>(
       'SELECT DISTINCT attempt_count, round_attempts FROM webhook_deliveries WHERE event_id = ANY($1)',
       [eventIds],
     );
@@ -143,11 +96,11 @@ describe('webhook deliveries chained after a success', () => {
     const a = dispatch();
     const b = dispatch();
     await eventually(() => (a.listening() && b.listening() ? true : undefined), 30_000, 'both LISTEN');
-    const owner = await newOwner();
+    const owner = await h.newOwner();
     const { path } = await newEndpoint(receiver, owner, 2);
     receiver.behave(path, () => ({ status: 200, delayMs: 5 })); // two open at once, now and then
     const n = 60;
-    const eventIds = await raiseFieldJobEvents(pool, owner, n, 'TWO');
+    const eventIds = await raiseFieldJobEvents(h.pool, owner, n, 'TWO');
     await eventually(async () => ((await succeeded(eventIds)) === n ? true : undefined), 60_000, 'all Succeeded');
     const got = receiver.received(path).map((r) => r.headers['webhook-id']);
     expect([...got].sort()).toEqual([...eventIds].sort()); // each once
@@ -161,13 +114,13 @@ describe('webhook deliveries chained after a success', () => {
     const receiver = await receiverFor();
     // slow from 50 ms; the poll brings the retries (due by time, no NOTIFY)
     const d = dispatch({ ...settings({ WEBHOOK_SLOW_ATTEMPT_MS: '50' }), pollIntervalMs: 50 });
-    const owner = await newOwner();
+    const owner = await h.newOwner();
     const failing = await newEndpoint(receiver, owner, 1);
     const slow = await newEndpoint(receiver, owner, 1);
     receiver.behave(failing.path, () => ({ status: 500, body: 'no' }));
     receiver.behave(slow.path, () => ({ status: 200, delayMs: 100 }));
     const before = d.counts();
-    const failingIds = await raiseFieldJobEvents(pool, owner, 3, 'FAIL'); // both endpoints get each event
+    const failingIds = await raiseFieldJobEvents(h.pool, owner, 3, 'FAIL'); // both endpoints get each event
     await receiver.waitFor(failing.path, 9); // three attempts of each at least
     await eventually(async () => ((await succeeded(failingIds)) === 3 ? true : undefined), 30_000, 'slow ones done');
     expect(receiver.received(slow.path)).toHaveLength(3);
@@ -191,15 +144,15 @@ describe('the chaining statement (recordSuccesses)', () => {
 
   /** An endpoint (max in flight 2) with `n` deliveries, the first `delivering` of them Delivering under a live lease. */
   async function setUp(n: number, delivering: number) {
-    const owner = await newOwner();
-    const { endpointId } = await createEndpoint(pool, {
+    const owner = await h.newOwner();
+    const { endpointId } = await createEndpoint(h.pool, {
       ...owner,
       url: `https://example.com/${randomUUID()}`,
       eventTypes: '*',
     });
-    await pool.query('UPDATE webhook_endpoints SET max_in_flight = 2 WHERE id = $1', [endpointId]);
-    await raiseFieldJobEvents(pool, owner, n, 'SQL');
-    const { rows } = await pool.query<Claimed>(
+    await h.pool.query('UPDATE webhook_endpoints SET max_in_flight = 2 WHERE id = $1', [endpointId]);
+    await raiseFieldJobEvents(h.pool, owner, n, 'SQL');
+    const { rows } = await h.pool.query<Claimed>(
       `SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempt_count, d.round_attempts, d.lease_token,
               e.type, e.body, ep.url, ep.secret, NULL AS previous_secret
          FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
@@ -208,7 +161,11 @@ describe('the chaining statement (recordSuccesses)', () => {
     );
     const started: Claimed[] = [];
     for (const d of rows.slice(0, delivering)) {
-      const { rows: begun } = await pool.query<{ lease_token: string; attempt_count: number; round_attempts: number }>(
+      const { rows: begun } = await h.pool.query<{
+        lease_token: string;
+        attempt_count: number;
+        round_attempts: number;
+      }>(
         `UPDATE webhook_deliveries SET status = 'Delivering', lease_token = gen_random_uuid(),
                 lease_until = now() + interval '1 minute', attempt_count = 1, round_attempts = 1
           WHERE id = $1 RETURNING lease_token, attempt_count, round_attempts`,
@@ -222,7 +179,7 @@ describe('the chaining statement (recordSuccesses)', () => {
   const outcome = (d: Claimed, chain = true) => ({ delivery: d, startedAt: new Date(), result: ok, chain });
   const status = async (ids: string[]) =>
     (
-      await pool.query<{ id: string; status: string; attempt_count: number; lease: boolean }>(
+      await h.pool.query<{ id: string; status: string; attempt_count: number; lease: boolean }>(
         `SELECT id, status, attempt_count, lease_until > now() AS lease FROM webhook_deliveries WHERE id = ANY($1::bigint[]) ORDER BY id`,
         [ids],
       )
@@ -231,11 +188,11 @@ describe('the chaining statement (recordSuccesses)', () => {
   it('begins the next due delivery in place of the success, within the endpoint max in flight as counted in PostgreSQL', async () => {
     // three in flight on an endpoint of max 2 (another dispatcher's view raced, say): no room after one success
     const { deliveries, started } = await setUp(6, 3);
-    const [first] = await recordOutcomes(pool, chainSettings(), [outcome(started[0]!)]);
+    const [first] = await recordOutcomes(h.pool, chainSettings(), [outcome(started[0]!)]);
     expect(first).toEqual({ status: 'fulfilled', value: { outcome: 'succeeded', breakerClosed: false } });
 
     // two in flight now, one of them succeeds: the next due (the 4th) is begun as a claim and a beginning would
-    const [second] = await recordOutcomes(pool, chainSettings(), [outcome(started[1]!)]);
+    const [second] = await recordOutcomes(h.pool, chainSettings(), [outcome(started[1]!)]);
     const next = (second as PromiseFulfilledResult<any>).value.next as Claimed;
     expect(next).toMatchObject({
       id: deliveries[3]!.id,
@@ -261,7 +218,7 @@ describe('the chaining statement (recordSuccesses)', () => {
     ]);
 
     // in hand at this dispatcher (the 5th): skipped, the 6th is begun instead; not asked for: none
-    const [third, fourth] = await recordOutcomes(pool, chainSettings([deliveries[4]!.id]), [
+    const [third, fourth] = await recordOutcomes(h.pool, chainSettings([deliveries[4]!.id]), [
       outcome(started[2]!),
       outcome(next, false),
     ]);
@@ -279,21 +236,21 @@ describe('the chaining statement (recordSuccesses)', () => {
 
   it('begins nothing that is not due, of a disabled endpoint, in place of a lapsed lease, or without chain settings', async () => {
     const { endpointId, deliveries, started } = await setUp(4, 2);
-    await pool.query(`UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [
+    await h.pool.query(`UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [
       deliveries[2]!.id,
     ]);
-    const [notDue] = await recordOutcomes(pool, chainSettings(), [outcome(started[0]!)]);
+    const [notDue] = await recordOutcomes(h.pool, chainSettings(), [outcome(started[0]!)]);
     expect((notDue as PromiseFulfilledResult<any>).value.next).toMatchObject({ id: deliveries[3]!.id });
 
     const other = await setUp(3, 2);
     const { chain: _, ...noChain } = chainSettings();
-    const [plain] = await recordOutcomes(pool, noChain, [outcome(other.started[0]!)]);
+    const [plain] = await recordOutcomes(h.pool, noChain, [outcome(other.started[0]!)]);
     expect((plain as PromiseFulfilledResult<any>).value.next).toBeUndefined();
-    await pool.query(
+    await h.pool.query(
       `UPDATE webhook_endpoints SET status = 'Disabled', disabled_reason = 'test', disabled_at = now() WHERE id = $1`,
       [other.endpointId],
     );
-    const [disabled] = await recordOutcomes(pool, chainSettings(), [outcome(other.started[1]!)]);
+    const [disabled] = await recordOutcomes(h.pool, chainSettings(), [outcome(other.started[1]!)]);
     expect((disabled as PromiseFulfilledResult<any>).value).toEqual({ outcome: 'succeeded', breakerClosed: false });
     expect(await status(other.deliveries.map((d) => d.id))).toEqual([
       ['Succeeded', 1, null],
@@ -304,10 +261,10 @@ describe('the chaining statement (recordSuccesses)', () => {
 
     // in place of a delivery whose lease lapsed (not counted by claims meanwhile): none
     const lapsed = await setUp(2, 1);
-    await pool.query(`UPDATE webhook_deliveries SET lease_until = now() - interval '1 second' WHERE id = $1`, [
+    await h.pool.query(`UPDATE webhook_deliveries SET lease_until = now() - interval '1 second' WHERE id = $1`, [
       lapsed.started[0]!.id,
     ]);
-    const [afterLapse] = await recordOutcomes(pool, chainSettings(), [outcome(lapsed.started[0]!)]);
+    const [afterLapse] = await recordOutcomes(h.pool, chainSettings(), [outcome(lapsed.started[0]!)]);
     expect((afterLapse as PromiseFulfilledResult<any>).value).toEqual({ outcome: 'succeeded', breakerClosed: false });
     expect(await status(lapsed.deliveries.map((d) => d.id))).toEqual([
       ['Succeeded', 1, null],

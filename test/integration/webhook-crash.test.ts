@@ -1,20 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { webhookCreate } from '../../src/admin/commands/webhook.js';
-import type { Config } from '../../src/shared/config.js';
-import { createPool, type Pool } from '../../src/shared/db/pool.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { admin, createClientWithKey, createDemo, type Demo } from '../support/fixtures.js';
+import { admin, createClientWithKey } from '../support/fixtures.js';
 import { testConfig } from '../support/gateway.js';
 import { eventually } from '../support/kafka.js';
 import { spawnWorkers } from '../support/processes.js';
-import { startWebhookReceiver, verifiesWith, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { verifiesWith } from '../support/webhook-receiver.js';
 import { raiseFieldJobEvents } from '../support/webhook-events.js';
+import { webhookHarness } from '../support/webhook-harness.js';
 
 // The dispatcher as its own process (WORKERS=webhooks), SIGKILLed while the receiver holds its
 // requests open, then restarted: every event is delivered in the end, the interrupted ones again
 // under the same webhook-id; none lost. Then SIGTERM mid-attempt: the attempt finishes first.
 
-process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = 'true';
+const h = webhookHarness({ poolSize: 4, demo: true, receiver: true });
+
 const env = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   WEBHOOK_TIMEOUT_MS: '2000', // lease = timeout + 5 s
@@ -28,56 +27,37 @@ const env = {
 };
 const count = 20;
 
-let db: TestDatabase;
-let pool: Pool;
-let config: Config;
-let demo: Demo;
-let receiver: WebhookReceiver;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = createPool(db.url, 4, 'test');
-  config = testConfig(db.url);
-  demo = await createDemo(pool);
-  receiver = await startWebhookReceiver();
-});
-
-afterAll(async () => {
-  await receiver?.close();
-  await pool?.end();
-  await db?.drop();
-});
-
 const raise = (clientId: string, n: number) =>
-  raiseFieldJobEvents(pool, { tenantId: demo.tenantId, clientId }, n, 'CRASH');
+  raiseFieldJobEvents(h.pool, { tenantId: h.demo.tenantId, clientId }, n, 'CRASH');
 
 const statuses = async () =>
   Object.fromEntries(
     (
-      await pool.query('SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status ORDER BY status')
+      await h.pool.query('SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status ORDER BY status')
     ).rows.map((r) => [r.status, r.n]),
   );
 
 describe('webhook dispatcher crash safety', () => {
   it('loses nothing when killed with SIGKILL mid-delivery and restarted', async () => {
-    const { clientId } = await createClientWithKey(pool, demo.tenantId, '');
-    const endpoint = await admin(pool, webhookCreate, [
+    const config = testConfig(h.db.url);
+    const { clientId } = await createClientWithKey(h.pool, h.demo.tenantId, '');
+    const endpoint = await admin(h.pool, webhookCreate, [
       '--client',
       clientId,
       '--url',
-      receiver.url('/crash'),
+      h.receiver.url('/crash'),
       '--events',
       'all',
     ]);
     let holding = true;
-    receiver.behave('/crash', () => (holding ? 'hold' : { status: 200 }));
+    h.receiver.behave('/crash', () => (holding ? 'hold' : { status: 200 }));
     const ids = await raise(clientId, count);
 
     const first = spawnWorkers(config, 'webhooks', env);
     await first.running();
-    await eventually(() => (receiver.heldCount() === 8 ? true : undefined), 30_000, 'eight requests held open');
+    await eventually(() => (h.receiver.heldCount() === 8 ? true : undefined), 30_000, 'eight requests held open');
     expect(await first.kill('SIGKILL')).toBeNull(); // killed by the signal, mid-delivery
-    const interrupted = receiver.received('/crash').map((r) => r.headers['webhook-id']!);
+    const interrupted = h.receiver.received('/crash').map((r) => r.headers['webhook-id']!);
     expect(interrupted).toHaveLength(8);
     expect(await statuses()).toEqual({ Delivering: 8, Pending: count - 8 });
 
@@ -90,7 +70,7 @@ describe('webhook dispatcher crash safety', () => {
       'every delivery Succeeded',
     );
 
-    const got = receiver.received('/crash');
+    const got = h.receiver.received('/crash');
     const byId = new Map<string, number>();
     for (const r of got) byId.set(r.headers['webhook-id']!, (byId.get(r.headers['webhook-id']!) ?? 0) + 1);
     expect([...byId.keys()].sort()).toEqual([...ids].sort()); // nothing lost
@@ -101,18 +81,18 @@ describe('webhook dispatcher crash safety', () => {
       expect(bodies[0]).toBe(bodies[1]); // the same event, byte for byte
     }
     // The interrupted attempt left no record (its process died); the retry is attempt 2.
-    const { rows } = await pool.query(
+    const { rows } = await h.pool.query(
       `SELECT d.event_id, d.attempt_count, array_agg(a.attempt ORDER BY a.attempt) AS recorded
          FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id GROUP BY d.id`,
     );
     for (const r of rows) expect(r.recorded).toEqual(interrupted.includes(r.event_id) ? [2] : [1]);
 
     // SIGTERM while an attempt is in flight: it is finished and recorded before the process exits.
-    receiver.behave('/crash', () => ({ status: 200, delayMs: 1000 }));
+    h.receiver.behave('/crash', () => ({ status: 200, delayMs: 1000 }));
     const [last] = await raise(clientId, 1);
-    await receiver.waitFor('/crash', 1, (r) => r.headers['webhook-id'] === last);
+    await h.receiver.waitFor('/crash', 1, (r) => r.headers['webhook-id'] === last);
     expect(await second.kill('SIGTERM')).toBe(0);
-    const { rows: lastRows } = await pool.query(
+    const { rows: lastRows } = await h.pool.query(
       `SELECT d.status, count(a.id)::int AS attempts FROM webhook_deliveries d
          LEFT JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.event_id = $1 GROUP BY d.id`,
       [last],
