@@ -1,6 +1,7 @@
 // `npm run bench:webhooks`: webhooks that other tenants cannot slow (issues 39 and 50). The real
 // dispatcher (src/workers/runner.ts, WORKERS=webhooks, its webhook settings at their defaults) runs
-// as BENCH_DISPATCHERS (2) processes of their own on a throwaway database; the receivers run in
+// as BENCH_DISPATCHERS (2) processes of their own on a throwaway database (BENCH_LANES=split: their
+// WEBHOOK_LANE alternately answering and not-answering; default all); the receivers run in
 // another (bench/lib/webhook-receivers.ts), so this process's event loop does not skew when a
 // delivery is seen to arrive. Healthy tenants (BENCH_HEALTHY_TENANTS, 4; one client each with two
 // endpoints on one fast receiver) are measured, after a warm-up (20 single deliveries and one
@@ -94,6 +95,8 @@ const opts = {
   slowAnswerMs: 12_000,
   dispatchers: envInt('BENCH_DISPATCHERS', 2),
   outageTenants: envInt('BENCH_OUTAGE_TENANTS', 50),
+  /** `split`: the dispatchers alternate WEBHOOK_LANE answering and not-answering; `all`: each takes all. */
+  lanes: process.env.BENCH_LANES === 'split' ? ('split' as const) : ('all' as const),
   phases: (process.env.BENCH_PHASES ?? defaultPhases.join(',')).split(',').filter(Boolean),
 };
 for (const p of opts.phases)
@@ -756,7 +759,8 @@ async function run() {
   const healthy = await createHealthy();
 
   for (let i = 0; i < opts.dispatchers; i++) {
-    const d = spawnTsx('src/workers/runner.ts', dispatcherEnv, `dispatcher${i}`);
+    const lane = opts.lanes === 'split' ? (i % 2 === 0 ? 'answering' : 'not-answering') : 'all';
+    const d = spawnTsx('src/workers/runner.ts', { ...dispatcherEnv, WEBHOOK_LANE: lane }, `dispatcher${i}`);
     dispatchers.push(d);
     metricsUrls.push((await d.waitFor(/workers: metrics on (\S+?)"/, 60_000))[1]!);
     await d.waitFor(/workers: running webhooks/, 60_000);
@@ -845,7 +849,8 @@ async function run() {
   const cells = (f: (r: (typeof evaluated)[number]) => string | number) => evaluated.map((r) => col(f(r), 22)).join('');
   const out = [
     '',
-    `webhooks (issues 39, 50): ${opts.dispatchers} dispatcher(s) of ${s.concurrency} slots, ${s.reservePercent} % held back ` +
+    `webhooks (issues 39, 50): ${opts.dispatchers} dispatcher(s) of ${s.concurrency} slots` +
+      `${opts.lanes === 'split' ? ', lanes split (answering / not-answering, alternately)' : ''}, ${s.reservePercent} % held back ` +
       `for endpoints that answer (slow from ${s.slowAttemptMs} ms), tenant share ${s.tenantSharePercent} % ` +
       `(${Math.max(1, Math.floor((s.concurrency * s.tenantSharePercent) / 100))} slots), ${s.endpointConcurrency} per endpoint ` +
       `(max ${s.endpointConcurrencyMax}), breaker ${s.breakerFailures} failures / ${s.breakerOpenMs} ms (max ${s.breakerOpenMaxMs}), ` +

@@ -255,6 +255,9 @@ const webhooks = section('webhook endpoints and their dispatcher', {
   reservePercent: env('WEBHOOK_RESERVE_PERCENT', int(25, 0, 90)).describe(
     "percentage of one dispatcher process's slots held back for endpoints that answer (last attempt succeeded, none of their requests slow): deliveries to failing, timing-out or untried endpoints may only take the rest, so however many tenants' endpoints hang, one that answers finds a slot",
   ),
+  lane: env('WEBHOOK_LANE', oneOf(['all', 'answering', 'not-answering'], 'all')).describe(
+    'which deliveries this dispatcher process takes: `all`; `answering`: only those to endpoints that answer (last attempt succeeded, none of their requests slow); `not-answering`: only the others (failing, timing out, never tried), with all its slots (no reserve). Run `answering` and `not-answering` processes apart so that no hanging request shares an event loop with a healthy delivery (docs/operations.md); every deployment needs both lanes served: `answering` processes alone never try a new endpoint',
+  ),
   slowAttemptMs: env('WEBHOOK_SLOW_ATTEMPT_MS', int(1000, 10, 120_000)).describe(
     'a request open this long (or an attempt that took this long) makes its endpoint slow to that dispatcher: it loses the reserved slots until an attempt answers faster',
   ),

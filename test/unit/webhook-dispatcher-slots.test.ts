@@ -79,6 +79,12 @@ describe('dispatcher slots', () => {
     expect(s.isSlow('F')).toBe(false);
     await noisy.finish(); // a slow success: PostgreSQL counts N as answering now, this list must not
     expect(s.slowEndpointIds()).toEqual(['N']);
+    // an answering-lane process leaves out only endpoints with a slow request open (no other lane takes N)
+    expect(s.slowEndpointIds({ openOnly: true })).toEqual([]);
+    const open = take('3', 'A', 'N', true);
+    advance(1000);
+    expect(s.slowEndpointIds({ openOnly: true })).toEqual(['N']);
+    await open.finish();
   });
 
   it('counts an endpoint slow while any of its requests here is open slowMs or more', async () => {

@@ -113,10 +113,12 @@ export class DispatcherSlots {
    * here a success that took that long. Others are left out (PostgreSQL already counts an endpoint
    * whose last attempt failed or that never answered as not answering): in an outage, hundreds of
    * hanging requests are open, and the claim compares every endpoint with this list (issue 50).
+   * `openOnly`: the open requests alone (a process of the answering lane: no other lane counts
+   * this process's slow successes, so an endpoint it left out for one would be nobody's).
    */
-  slowEndpointIds(): string[] {
+  slowEndpointIds({ openOnly = false } = {}): string[] {
     const now = this.clock();
-    const slow = new Set(this.slowEndpoints);
+    const slow = new Set(openOnly ? [] : this.slowEndpoints);
     for (const r of this.running.values()) if (r.answering && now - r.startedAt >= this.slowMs) slow.add(r.endpoint);
     return [...slow];
   }

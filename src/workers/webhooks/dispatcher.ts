@@ -52,6 +52,18 @@ const claimKinds = ['answering', 'any'] as const;
 type ClaimKind = (typeof claimKinds)[number];
 
 /**
+ * The claim loops a process runs, by its WEBHOOK_LANE: both, or one. Apart, a process of each
+ * lane has an event loop of its own: in bench:webhooks' outage the noise's hundreds of open
+ * requests, timeouts and recordings stalled a process's loop up to 170 ms, and a healthy delivery
+ * in that process waited for it (issue 50).
+ */
+const laneLoops: Record<Config['webhooks']['lane'], readonly ClaimKind[]> = {
+  all: claimKinds,
+  answering: ['answering'],
+  'not-answering': ['any'],
+};
+
+/**
  * A claim loop's states. polling: claims what its free slots may take. waiting: nothing more to
  * claim now; the poll interval, a slot coming free or a notification that deliveries came due
  * (wake.ts) ends it. backingOff: PostgreSQL did not answer the last poll (its failures in a
@@ -90,7 +102,8 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   const slots = new DispatcherSlots({
     max: webhooks.concurrency,
     tenantSharePercent: webhooks.tenantSharePercent,
-    reservePercent: webhooks.reservePercent,
+    // nothing to hold back where no delivery to an endpoint that answers is claimed
+    reservePercent: webhooks.lane === 'not-answering' ? 0 : webhooks.reservePercent,
     slowMs: webhooks.slowAttemptMs,
   });
   const stopped = new AbortController();
@@ -160,6 +173,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
   function chainable(o: Outcome): boolean {
     return (
       !stopped.signal.aborted &&
+      webhooks.lane !== 'not-answering' && // its next deliveries are the answering lane's
       o.result.outcome === 'Succeeded' &&
       o.result.latencyMs !== null &&
       o.result.latencyMs < webhooks.slowAttemptMs &&
@@ -229,7 +243,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
       use.usedMs,
       use.costMs,
       kind === 'answering' ? 0 : Math.min(slots.unreservedFree(), noisyClaimMax),
-      slots.slowEndpointIds(),
+      slots.slowEndpointIds({ openOnly: webhooks.lane === 'answering' }),
       unknownCostMs,
       // The deliveries in hand whose lease may have lapsed (PostgreSQL away for a whole lease:
       // their outcome waits to be recorded): each lease runs timeoutMs + 5 s from its attempt's
@@ -323,15 +337,15 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
             full = await claim(kind);
           } catch (err) {
             const failures = state.failures + 1;
-            // logged by one loop: both fail together when PostgreSQL is away
-            if (kind === 'answering')
+            // logged by one loop: all fail together when PostgreSQL is away
+            if (kind === laneLoops[webhooks.lane][0])
               log.warn(
                 { err, failures, retryInMs: backoffMs(schedules.dependencyWait, failures) },
                 'webhook poll failed; retrying',
               );
             return { name: 'backingOff', failures };
           }
-          if (state.failures > 0 && kind === 'answering')
+          if (state.failures > 0 && kind === laneLoops[webhooks.lane][0])
             log.info({ failures: state.failures }, 'webhook polling works again');
           return full ? { name: 'polling', failures: 0 } : { name: 'waiting' };
         }
@@ -446,7 +460,7 @@ export function startDispatcher({ webhooks, logger, pool, metrics = noWorkerMetr
     }
   }
 
-  const loops = Promise.all([claimLoop('answering'), claimLoop('any')]);
+  const loops = Promise.all(laneLoops[webhooks.lane].map(claimLoop));
 
   return {
     listening: () => listener?.listening() ?? false,
