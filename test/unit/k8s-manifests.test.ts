@@ -68,11 +68,17 @@ describe('deploy/k8s', () => {
     expect(() => validate({ ...deployments[0]!, kind: 'Deploymnet' })).toThrow(/no schema known/);
   });
 
-  it('runs one worker Deployment per kind, and probes, resources and a PodDisruptionBudget for each Deployment', () => {
-    const kindsDeployed = deployments
-      .map((d) => d.spec.template.spec.containers[0].env?.find((e: { name: string }) => e.name === 'WORKERS')?.value)
-      .filter(Boolean);
-    expect(kindsDeployed.sort()).toEqual(Object.keys(workerKinds).sort());
+  it('runs one worker Deployment per kind (webhooks: one per lane), and probes, resources and a PodDisruptionBudget for each Deployment', () => {
+    const envOf = (d: (typeof deployments)[number], name: string): string | undefined =>
+      d.spec.template.spec.containers[0].env?.find((e: { name: string }) => e.name === name)?.value;
+    const kindsDeployed = deployments.map((d) => envOf(d, 'WORKERS')).filter(Boolean);
+    expect([...new Set(kindsDeployed)].sort()).toEqual(Object.keys(workerKinds).sort());
+    // The webhook dispatchers split by lane: both lanes served (answering alone never tries a new endpoint).
+    const webhookLanes = deployments
+      .filter((d) => envOf(d, 'WORKERS') === 'webhooks')
+      .map((d) => envOf(d, 'WEBHOOK_LANE'));
+    expect(webhookLanes.sort()).toEqual(['answering', 'not-answering']);
+    expect(kindsDeployed.length).toBe(Object.keys(workerKinds).length + 1);
 
     const shutdownMs = Number(manifests.find((m) => m.kind === 'ConfigMap')!.data.SHUTDOWN_TIMEOUT_MS);
     const budgets = manifests.filter((m) => m.kind === 'PodDisruptionBudget');
