@@ -151,12 +151,15 @@ export const claimCandidates = `
  * same endpoints (the candidates were read before the locks: they are only where to look, counted
  * again here). FOR UPDATE SKIP LOCKED still skips a delivery whose outcome is being recorded
  * right now. Returns what the attempt needs, and whether its endpoint counted as answering.
+ * The chosen rows are locked by id: "not finished" says what "Pending or Delivering" would, but
+ * does not make the index of due deliveries a way in, which the planner, with statistics of an
+ * empty queue, would walk whole (migration 0035; test/integration/webhook-claim-plan.test.ts).
  */
 export const claimDeliveries = `
   WITH ${chooseDue}
   ), picked AS (
     SELECT d.id, p.answering FROM webhook_deliveries d JOIN chosen p ON p.id = d.id
-     WHERE d.status IN ('Pending', 'Delivering') AND (d.lease_until IS NULL OR d.lease_until < now())
+     WHERE d.status NOT IN ('Succeeded', 'Failed') AND (d.lease_until IS NULL OR d.lease_until < now())
        FOR UPDATE OF d SKIP LOCKED
   ), claimed AS (
     UPDATE webhook_deliveries d
