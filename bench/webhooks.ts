@@ -3,8 +3,8 @@
 // as BENCH_DISPATCHERS (2) processes of their own on a throwaway database, their WEBHOOK_LANE
 // alternately answering and not-answering as deploy/k8s runs them (BENCH_LANES=all: each process
 // takes all deliveries, the setting's default); the receivers run in
-// another (bench/lib/webhook-receivers.ts), so this process's event loop does not skew when a
-// delivery is seen to arrive. Healthy tenants (BENCH_HEALTHY_TENANTS, 4; one client each with two
+// two others (bench/lib/webhook-receivers.ts: the healthy one apart from the noisy ones), so
+// neither this process's event loop nor the noise skews when a delivery is seen to arrive. Healthy tenants (BENCH_HEALTHY_TENANTS, 4; one client each with two
 // endpoints on one fast receiver) are measured, after a warm-up (20 single deliveries and three
 // bursts, not counted), in these phases (BENCH_PHASES, comma-separated, in this order; default
 // quiet,outage,quietAgain,sender):
@@ -20,13 +20,14 @@
 //   quietAgain  nothing else queued again, after the noise: drift of the machine and the database.
 //   sender      (c) the last burst's deliveries sent by a bare keep-alive sender (the dispatcher's
 //               own POST and signing, no PostgreSQL), at most WEBHOOK_ENDPOINT_CONCURRENCY per
-//               endpoint as the dispatchers send them: each phase's burst throughput ÷ it, the
-//               goal (≥ 0.5) judged in the last phase before it (as warm as the sender).
+//               endpoint as the dispatchers send them, its rounds alternated with the
+//               dispatchers' burst rounds: the median pair's dispatchers ÷ bare (goal ≥ 0.5).
 //
 // Each phase: latency: (the noise queued and taken up by the dispatcher, then) BENCH_LATENCY_EVENTS
-// (200) healthy events raised one at a time every BENCH_LATENCY_INTERVAL_MS (100), each timed from
+// (400) healthy events raised one at a time every BENCH_LATENCY_INTERVAL_MS (50), each timed from
 // its commit to its arrival at the receiver (matched by the webhook-id header), two deliveries per
-// event; then throughput: (the same noise queued again, then) BENCH_BURST_ROUNDS (5) rounds of
+// event: 800, so that a p99 is not one hiccup's (with 400, the outage's p99 ÷ quiet's spread
+// 1.3-2.2× from run to run); then throughput: (the same noise queued again, then) BENCH_BURST_ROUNDS (5) rounds of
 // BENCH_BURST_DELIVERIES (500) healthy deliveries committed at once, each timed from the commit to
 // the last one received (the median round counts; first-to-last received is printed too: it leaves
 // out the wait for the dispatcher's next poll). Meanwhile: the dispatcher's CPU and peak memory
@@ -92,8 +93,8 @@ const opts = {
   healthyEndpointsPerTenant: 2,
   burstDeliveries: envInt('BENCH_BURST_DELIVERIES', 500),
   burstRounds: envInt('BENCH_BURST_ROUNDS', 5),
-  latencyEvents: envInt('BENCH_LATENCY_EVENTS', 200),
-  latencyIntervalMs: envInt('BENCH_LATENCY_INTERVAL_MS', 100),
+  latencyEvents: envInt('BENCH_LATENCY_EVENTS', 400),
+  latencyIntervalMs: envInt('BENCH_LATENCY_INTERVAL_MS', 50),
   slowAnswerMs: 12_000,
   dispatchers: envInt('BENCH_DISPATCHERS', 2),
   outageTenants: envInt('BENCH_OUTAGE_TENANTS', 50),
@@ -156,21 +157,39 @@ const now = () => performance.timeOrigin + performance.now();
 
 type Owner = { tenantId: string; clientId: string };
 type Healthy = Owner & { index: number; paths: string[] };
-type Ports = Record<'healthy' | 'slow' | 'failing' | 'blackHole' | 'control', number>;
+type Ports = Record<'healthy' | 'slow' | 'failing' | 'blackHole', number> & {
+  /** The control servers of the healthy receiver's process and the noisy receivers'. */
+  control: { healthy: number; noise: number };
+};
 
 let pool: Pool | null = null;
 let pgAdmin: pg.Client | null = null;
 const dispatchers: Child[] = [];
 /** Each dispatcher's metrics URL (its ops server). */
 const metricsUrls: string[] = [];
-let receivers: Child | null = null;
+const receivers: Child[] = [];
 let bareDispatcher: Child | null = null;
 let ports: Ports;
 /** Transactions this process committed to the bench database during a phase's window. */
 let benchCommits = 0;
 
-const control = async <T>(path: string): Promise<T> =>
-  (await (await fetch(`http://127.0.0.1:${ports.control}${path}`)).json()) as T;
+/** A receivers' control call: arrivals from the healthy receiver's process, the rest from the noise's. */
+const control = async <T>(
+  path: string,
+  of: keyof Ports['control'] = path.startsWith('/arrivals') ? 'healthy' : 'noise',
+) => (await (await fetch(`http://127.0.0.1:${ports.control[of]}${path}`)).json()) as T;
+/**
+ * The most dispatchers' requests open at the receivers since the last reset: the sum of each
+ * process's peak, so at most that many were open at once (an upper bound: enough to show the cap held).
+ */
+const peakOpen = async (reset = false) => {
+  const path = reset ? '/peak?reset=1' : '/peak';
+  const [a, b] = await Promise.all([
+    control<{ peak: number }>(path, 'healthy'),
+    control<{ peak: number }>(path, 'noise'),
+  ]);
+  return a.peak + b.peak;
+};
 
 /** Healthy arrivals as the receiver recorded them: `${path} ${webhook-id}` → epoch ms. */
 const arrivals = new Map<string, number>();
@@ -574,12 +593,12 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
   const noise0 = await control<NoiseCounts>('/noise');
   const cpu = phaseCpu(null, dbName);
   for (const d of dispatchers) cpu.track(d.pid);
-  cpu.track(receivers!.pid);
+  for (const r of receivers) cpu.track(r.pid);
   const dispatchersCpu = () => dispatchers.reduce((n, d) => n + cpuSeconds(d.pid), 0);
   const dispatcherCpu0 = dispatchersCpu();
   const peaks = watchPeaks(Object.fromEntries(dispatchers.map((d, i) => [`dispatcher${i}`, d.pid])));
   const sockets = watchSockets(dispatchers.map((d) => d.pid));
-  await control('/peak?reset=1');
+  await peakOpen(true);
   const pgLoad = await watchBackends(pgAdmin!, dbName, dispatcherApplicationName);
   await loopDelay(); // resets it: what follows is this phase's
   benchCommits = 0;
@@ -605,11 +624,11 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
   const t1 = now();
   const eventLoopDelay = await loopDelay();
   const load = await pgLoad.stop();
-  const cpuUse = cpu.end([...dispatchers.map((d) => d.pid), receivers!.pid]);
+  const cpuUse = cpu.end([...dispatchers.map((d) => d.pid), ...receivers.map((r) => r.pid)]);
   const dispatcherCpu = dispatchersCpu() - dispatcherCpu0;
   const peakRss = Object.values(peaks.stop()).reduce((a, b) => (b.peakRssMiB > a.peakRssMiB ? b : a));
   const peakSockets = sockets.stop();
-  const { peak: peakOpenAtReceivers } = await control<{ peak: number }>('/peak');
+  const peakOpenAtReceivers = await peakOpen();
   const windowSeconds = (t1 - t0) / 1000;
   let noiseResult: PhaseResult['noise'] = null;
   if (noise) {
@@ -658,17 +677,15 @@ async function runPhase(phase: PhaseName, healthy: Healthy[]): Promise<PhaseResu
   };
 }
 
-const ratioTo = (
-  r: { throughput: { deliveriesPerSecond: number } } | undefined,
-  bare: { deliveriesPerSecond: number },
-) => (r ? round(r.throughput.deliveriesPerSecond / bare.deliveriesPerSecond, 2) : null);
-
 /**
  * (c) The same deliveries (the last burst's: bodies, endpoints, secrets) sent by a bare keep-alive
  * sender, no PostgreSQL: the dispatcher's own POST (post.ts, kept-alive agents) and signing, at
- * most WEBHOOK_ENDPOINT_CONCURRENCY in flight per endpoint, as the dispatchers send them.
- * BENCH_BURST_ROUNDS rounds after one not counted; the median round's deliveries/s (start to
- * the last answer).
+ * most WEBHOOK_ENDPOINT_CONCURRENCY in flight per endpoint, as the dispatchers send them. Its
+ * rounds alternate with the dispatchers' burst rounds (BENCH_BURST_ROUNDS pairs, after a bare
+ * round not counted), so both are timed as warm and on the same machine: throughput rose through a
+ * run (the dispatchers' quiet rounds 0.6-0.8× their last phase's; the bare sender's 2× from its
+ * first round to its last, measured cold after the phases). Each rate is start (the commit, for
+ * the dispatchers) to the last answer; the ratio is the median pair's.
  */
 async function measureBareSender(healthy: Healthy[]) {
   const { rows } = await pool!.query<{ id: string; body: string; url: string; secret: string }>(
@@ -677,48 +694,57 @@ async function measureBareSender(healthy: Healthy[]) {
       WHERE d.tenant_id = ANY($1) ORDER BY d.id DESC LIMIT $2`,
     [healthy.map((h) => h.tenantId), opts.burstDeliveries],
   );
-  log(`sender: ${rows.length} deliveries by a bare keep-alive sender (no PostgreSQL), ${opts.burstRounds} rounds`);
+  log(
+    `sender: ${rows.length} deliveries by a bare keep-alive sender (no PostgreSQL), ${opts.burstRounds} rounds ` +
+      `alternated with the dispatchers'`,
+  );
   const agents = createWebhookAgents({ allowPrivate: true });
   const byUrl = new Map<string, typeof rows>();
   for (const r of rows) byUrl.set(r.url, [...(byUrl.get(r.url) ?? []), r]);
-  const rates: number[] = [];
   let failed = 0;
+  const bareRound = async () => {
+    const started = performance.now();
+    await Promise.all(
+      [...byUrl.entries()].flatMap(([url, queue]) => {
+        let next = 0;
+        const worker = async () => {
+          while (next < queue.length) {
+            const d = queue[next++]!;
+            const sentAt = new Date();
+            const headers = signWebhook(d.id, sentAt, d.body, [d.secret]);
+            const result = await postWebhook(url, headers, d.body, {
+              timeoutMs: webhookSettings.timeoutMs,
+              allowPrivate: true,
+              agents,
+            });
+            if (result.outcome !== 'Succeeded') failed++;
+          }
+        };
+        return Array.from({ length: webhookSettings.endpointConcurrency }, worker);
+      }),
+    );
+    return rows.length / ((performance.now() - started) / 1000);
+  };
+  const pairs: { dispatchers: number; bare: number }[] = [];
   try {
-    // One round more than measured, the first not counted: the bench process warms up as the
-    // dispatchers did before their first phase (its rounds rose about 2× from first to last).
-    for (let round_ = 0; round_ <= opts.burstRounds; round_++) {
-      const started = performance.now();
-      await Promise.all(
-        [...byUrl.entries()].flatMap(([url, queue]) => {
-          let next = 0;
-          const worker = async () => {
-            while (next < queue.length) {
-              const d = queue[next++]!;
-              const sentAt = new Date();
-              const headers = signWebhook(d.id, sentAt, d.body, [d.secret]);
-              const result = await postWebhook(url, headers, d.body, {
-                timeoutMs: webhookSettings.timeoutMs,
-                allowPrivate: true,
-                agents,
-              });
-              if (result.outcome !== 'Succeeded') failed++;
-            }
-          };
-          return Array.from({ length: webhookSettings.endpointConcurrency }, worker);
-        }),
-      );
-      if (round_ > 0) rates.push(rows.length / ((performance.now() - started) / 1000));
+    await bareRound(); // its connections and code warmed, as the dispatchers' are by now
+    for (let i = 0; i < opts.burstRounds; i++) {
+      const d = await burstRound(healthy);
+      if (d.received < d.deliveries) throw new Error(`sender: ${d.deliveries - d.received} dispatcher deliveries lost`);
+      pairs.push({ dispatchers: d.deliveriesPerSecond, bare: await bareRound() });
     }
   } finally {
     agents.destroy();
   }
-  const sorted = [...rates].sort((a, b) => a - b);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   return {
     deliveries: rows.length,
     failed,
     inFlight: byUrl.size * webhookSettings.endpointConcurrency,
-    deliveriesPerSecond: round(sorted[Math.floor((sorted.length - 1) / 2)]!, 1),
-    rounds: rates.map((r) => round(r, 1)),
+    deliveriesPerSecond: round(median(pairs.map((p) => p.bare)), 1),
+    dispatchersPerSecond: round(median(pairs.map((p) => p.dispatchers)), 1),
+    ratio: round(median(pairs.map((p) => p.dispatchers / p.bare)), 2),
+    rounds: pairs.map((p) => ({ dispatchers: round(p.dispatchers, 1), bare: round(p.bare, 1) })),
   };
 }
 
@@ -767,12 +793,25 @@ async function run() {
   pgAdmin = new pg.Client({ connectionString: maintenanceUrl.toString(), application_name: 'bench-webhooks-watch' });
   await pgAdmin.connect();
 
-  receivers = spawnTsx(
-    'bench/lib/webhook-receivers.ts',
-    { ...process.env, BENCH_SLOW_MS: String(opts.slowAnswerMs) },
-    'receivers',
+  const listening = await Promise.all(
+    (['healthy', 'noise'] as const).map(async (role) => {
+      const child = spawnTsx(
+        'bench/lib/webhook-receivers.ts',
+        { ...process.env, BENCH_SLOW_MS: String(opts.slowAnswerMs), BENCH_RECEIVERS: role },
+        `receivers-${role}`,
+      );
+      receivers.push(child);
+      return JSON.parse((await child.waitFor(/receivers: (\{.*\})/))[1]!) as Record<string, number>;
+    }),
   );
-  ports = JSON.parse((await receivers.waitFor(/receivers: (\{.*\})/))[1]!) as Ports;
+  const [own, noisy] = listening as [Record<string, number>, Record<string, number>];
+  ports = {
+    healthy: own.healthy!,
+    slow: noisy.slow!,
+    failing: noisy.failing!,
+    blackHole: noisy.blackHole!,
+    control: { healthy: own.control!, noise: noisy.control! },
+  };
   const healthy = await createHealthy();
 
   for (let i = 0; i < opts.dispatchers; i++) {
@@ -846,27 +885,19 @@ async function run() {
     runAt: new Date().toISOString(),
     runId,
     machine: machineFacts(loadAtStart),
-    options: { ...opts, scales, receivers: 'child process (bench/lib/webhook-receivers.ts)' },
+    options: {
+      ...opts,
+      scales,
+      receivers: 'child processes, healthy apart from noise (bench/lib/webhook-receivers.ts)',
+    },
     dispatcherSettings: webhookSettings,
     goals: { ...goals, quiet: quietGoals, outageP99Ms, bareRatio: bareRatioGoal },
     dispatcherIdleRssMiB: idleRssMiB,
     dispatcherPeakRssMiB: dispatcherHwm,
     phases: evaluated,
-    bareSender: bare && {
-      ...bare,
-      /** Each phase's burst throughput ÷ the bare sender's. */
-      ratios: Object.fromEntries(evaluated.map((r) => [r.phase, ratioTo(r, bare)])),
-      /**
-       * The phase the goal is judged on: the last before the sender, when every process is as warm
-       * as the sender (throughput rose through a run: the quiet phase's read 0.6-0.8× the last's).
-       */
-      goalPhase: evaluated.at(-1)?.phase ?? null,
-    },
+    bareSender: bare,
   };
 
-  const bareGoalRatio = result.bareSender?.goalPhase
-    ? (result.bareSender.ratios[result.bareSender.goalPhase] ?? null)
-    : null;
   const s = webhookSettings;
   const yes = (ok: boolean | null) => (ok === null ? '—' : ok ? 'met' : 'NOT met');
   const col = (v: string | number, w: number) => ` ${String(v)}`.padStart(w); // a cell too wide still stands apart
@@ -882,7 +913,7 @@ async function run() {
       `timeout ${s.timeoutMs} ms, poll ${s.pollIntervalMs} ms, retries ${s.retryScheduleMs.join(',')} ms`,
     `healthy: ${opts.healthyTenants} tenants × ${opts.healthyEndpointsPerTenant} endpoints on one fast receiver; ` +
       `noise: a third each slow (answers after ${opts.slowAnswerMs} ms), failing (500), black hole; ` +
-      `receivers in a child process; ${machineCores()} cores, load ${loadAtStart.join(' ')} at start`,
+      `receivers in child processes (healthy apart from noise); ${machineCores()} cores, load ${loadAtStart.join(' ')} at start`,
     '',
     head('') + evaluated.map((r) => col(r.phase, 22)).join(''),
     head('noise endpoints × events') +
@@ -925,7 +956,8 @@ async function run() {
     head('breakers opened slow/fail/hole') +
       cells((r) => (r.noise ? noiseKinds.map((k) => r.noise!.outcome.breakersOpenedByKind[k] ?? 0).join('/') : '—')),
     head('window s') + cells((r) => r.windowSeconds),
-    head(`peak open at receivers (cap ${s.concurrency * opts.dispatchers})`) + cells((r) => r.peakOpenAtReceivers),
+    head(`peak open at receivers, at most (cap ${s.concurrency * opts.dispatchers})`) +
+      cells((r) => r.peakOpenAtReceivers),
     head('dispatchers CPU s (cores)') + cells((r) => `${r.dispatcher.cpuSeconds} (${r.dispatcher.cores})`),
     head('dispatcher peak RSS MiB (max)') +
       cells((r) => `${r.dispatcher.peakRss.peakRssMiB}${r.dispatcher.peakRss.from === 'VmHWM' ? '' : '*'}`),
@@ -965,12 +997,11 @@ async function run() {
     ...(result.bareSender
       ? [
           `bare keep-alive sender (post.ts, no PostgreSQL), ${result.bareSender.deliveries} deliveries, ` +
-            `${result.bareSender.inFlight} in flight: ${result.bareSender.deliveriesPerSecond}/s ` +
-            `(rounds ${result.bareSender.rounds.join(', ')}; failed ${result.bareSender.failed})`,
-          `  dispatchers' burst ÷ bare: ${Object.entries(result.bareSender.ratios)
-            .map(([phase, ratio]) => `${phase} ${ratio}`)
-            .join(', ')}; goal ≥ ${bareRatioGoal} in ${result.bareSender.goalPhase ?? '—'}, the last phase before ` +
-            `the sender: ${yes(bareGoalRatio === null ? null : bareGoalRatio >= bareRatioGoal)}`,
+            `${result.bareSender.inFlight} in flight, rounds alternated with the dispatchers' (failed ${result.bareSender.failed}):`,
+          `  rounds dispatchers / bare /s   ${result.bareSender.rounds.map((r) => `${Math.round(r.dispatchers)}/${Math.round(r.bare)}`).join(' ')}`,
+          `  dispatchers ÷ bare (median pair, goal ≥ ${bareRatioGoal}): ${result.bareSender.ratio} ` +
+            `(${result.bareSender.dispatchersPerSecond} ÷ ${result.bareSender.deliveriesPerSecond}/s): ` +
+            `${yes(result.bareSender.ratio >= bareRatioGoal)}`,
         ]
       : []),
     ...beforeAfter(evaluated.find((r) => r.phase === 'quiet')?.latency ?? null),
@@ -994,7 +1025,7 @@ async function run() {
 async function teardown() {
   for (const d of dispatchers) await d.stop();
   await bareDispatcher?.stop();
-  await receivers?.stop();
+  for (const r of receivers) await r.stop();
   await pool?.end().catch(() => undefined);
   await pgAdmin?.end().catch(() => undefined);
   const drop = createPool(maintenanceUrl.toString(), 1, 'bench-webhooks-cleanup');

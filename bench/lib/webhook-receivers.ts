@@ -1,6 +1,10 @@
-// The webhook receivers of bench/webhooks.ts, in a process of their own so the bench's event loop
-// (raising events, polling PostgreSQL) does not delay when a delivery is seen to arrive. Prints
-// one line `receivers: {"healthy":port,…}` once listening, then serves on 127.0.0.1:
+// The webhook receivers of bench/webhooks.ts, in processes of their own so the bench's event loop
+// (raising events, polling PostgreSQL) does not delay when a delivery is seen to arrive.
+// BENCH_RECEIVERS says which: `healthy` (the healthy receiver) or `noise` (slow, failing, black
+// hole), each with its control server. Apart, as a healthy tenant's receiver and a failing host
+// are in the world: in one process the noise's hundreds of open requests and 500s delayed when a
+// healthy delivery was seen to arrive (its p99 in the outage, above the dispatcher's). Prints one
+// line `receivers: {"healthy":port,…}` (its own servers') once listening, then serves on 127.0.0.1:
 //
 //   healthy    answers 200 at once; records each request's arrival (path, webhook-id header, time);
 //              under /bare the bare dispatcher's (bench/lib/bare-dispatcher.ts), not counted as open
@@ -10,8 +14,9 @@
 //   control    GET /arrivals?from=<n>: healthy arrivals from the n-th on, as [path, id, at]
 //              GET /noise: requests each noisy receiver has had, and how many are open now
 //              GET /open?from=<ms>&to=<ms>: noisy requests open at once, sampled every 100 ms (avg, max)
-//              GET /peak?reset=1: the most dispatchers' requests (healthy and noisy) open at once since the last reset,
-//              counted exactly (each arrival and each answer or close), not sampled
+//              GET /peak?reset=1: the most dispatchers' requests open at once at this process's
+//              receivers since the last reset, counted exactly (each arrival and each answer or
+//              close), not sampled
 //
 // Times are epoch milliseconds with sub-millisecond resolution (performance.timeOrigin +
 // performance.now()), the clock the bench stamps its commits with.
@@ -114,12 +119,18 @@ const listen = (server: net.Server) =>
   new Promise<number>((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),
   );
-const ports = {
-  healthy: await listen(healthy),
-  slow: await listen(slow),
-  failing: await listen(failing),
-  blackHole: await listen(blackHole),
-  control: await listen(control),
-};
+const role = process.env.BENCH_RECEIVERS;
+const ports =
+  role === 'healthy'
+    ? { healthy: await listen(healthy), control: await listen(control) }
+    : role === 'noise'
+      ? {
+          slow: await listen(slow),
+          failing: await listen(failing),
+          blackHole: await listen(blackHole),
+          control: await listen(control),
+        }
+      : null;
+if (!ports) throw new Error(`BENCH_RECEIVERS must be healthy or noise, not ${role}`);
 process.stdout.write(`receivers: ${JSON.stringify(ports)}\n`);
 process.once('SIGTERM', () => process.exit(0));
