@@ -9,24 +9,10 @@ import type { AbuserParams, AbuserResult } from './abuser.js';
 import { peaksLine, watchPeaks } from './peaks.js';
 import { benchGatewayNodeFlags, runForResult, spawnTsx, type Child } from './processes.js';
 import { round } from './stats.js';
+import { sleep, victimFigures, victimLines, type VictimPhaseDeps } from './victim-phase.js';
 
-type Sample = { ms: number; status: number };
-type VictimPhase = { livez: Sample[]; prober: Sample[]; read: Sample[]; push: Sample[] };
-type Summary = { count: number; statuses: Record<string, number>; ms: { p50: number; p99: number } };
-
-export type RefusedPhaseDeps = {
-  /** The gateway's environment, its GATEWAY_MEMORY_BUDGET_BYTES in bytes (upload quotas as given: the defaults). */
-  childEnv: NodeJS.ProcessEnv;
-  connections: number;
-  phaseSeconds: number;
-  abuserKey: string;
-  victimKey: string;
-  measure(base: string, apiKey: string, seconds: number): Promise<VictimPhase>;
-  summary(samples: Sample[]): Summary;
-  log(line: string): void;
-};
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Upload quotas as given in childEnv: the defaults. */
+export type RefusedPhaseDeps = VictimPhaseDeps & { connections: number };
 
 /** The most lingering connections (by state) seen in the gateway's /metrics, sampled every 200 ms. */
 function watchLingering(base: string) {
@@ -92,22 +78,15 @@ export async function runRefusedPhase(d: RefusedPhaseDeps) {
     const mostLingering = await lingering();
     const peakRss = peaks.stop();
     const budgetMiB = round(budgetBytes / 1048576, 0);
-    const victim = (p: VictimPhase) => ({
-      livez: d.summary(p.prober),
-      importJobsRead: d.summary(p.read),
-      singlePush: d.summary(p.push),
-    });
     const result = {
       budgetMiB,
       connections: d.connections,
       peakRss,
       gatewayUnderBudget: peakRss.gateway!.peakRssMiB < budgetMiB,
       mostLingering,
-      victimQuiet: victim(quiet),
-      victimAbused: victim(abused),
+      ...victimFigures(d, quiet, abused),
       abuser: abuserResult,
     };
-    const cell = (s: Summary) => `${s.ms.p50} / ${s.ms.p99} ${JSON.stringify(s.statuses)}`;
     const lines = [
       '',
       `refused (issue 53): gateway budget ${budgetMiB} MiB, default upload quotas; one client, ${d.connections} ` +
@@ -115,10 +94,7 @@ export async function runRefusedPhase(d: RefusedPhaseDeps) {
       `peak RSS: ${peaksLine(peakRss)}; gateway ${result.gatewayUnderBudget ? 'UNDER' : 'OVER'} its budget; ` +
         `most lingering at once: ${mostLingering.total} (discarding ${mostLingering.discarding}, ` +
         `waiting for room ${mostLingering.waiting_for_room})`,
-      ...(['livez', 'importJobsRead', 'singlePush'] as const).map(
-        (k) =>
-          `victim ${k.padEnd(15)} ms p50 / p99: quiet ${cell(result.victimQuiet[k])}; abused ${cell(result.victimAbused[k])}`,
-      ),
+      ...victimLines(result),
       `abuser: ${abuserResult.requests} requests ${JSON.stringify(abuserResult.statuses)}, ` +
         `${round(abuserResult.bytesSent / 1048576, 0)} MiB of bodies written whole (into the kernel's buffers)`,
     ];

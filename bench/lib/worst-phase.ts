@@ -7,31 +7,19 @@ import type { AbuserParams, AbuserResult } from './abuser.js';
 import { peaksLine, watchPeaks } from './peaks.js';
 import { benchGatewayNodeFlags, runForResult, spawnTsx, type Child } from './processes.js';
 import { round } from './stats.js';
+import { sleep, victimFigures, victimLines, type VictimPhaseDeps } from './victim-phase.js';
 
-type Sample = { ms: number; status: number };
-type VictimPhase = { livez: Sample[]; prober: Sample[]; read: Sample[]; push: Sample[] };
-type Summary = { count: number; statuses: Record<string, number>; ms: { p50: number; p99: number } };
-
-export type WorstPhaseDeps = {
-  /** The gateway's environment, its GATEWAY_MEMORY_BUDGET_BYTES in bytes. */
-  childEnv: NodeJS.ProcessEnv;
+export type WorstPhaseDeps = VictimPhaseDeps & {
   floods: number;
   trickles: number;
-  phaseSeconds: number;
   /** Connections asking for drafts (default: twice ROUTE_SUGGESTION_MAX_IN_FLIGHT). */
   draftConnections?: number;
-  abuserKey: string;
-  victimKey: string;
-  measure(base: string, apiKey: string, seconds: number): Promise<VictimPhase>;
-  summary(samples: Sample[]): Summary;
-  log(line: string): void;
 };
 
 /** One runner per deployment of deploy/k8s/workers.yaml (each with its own memory limit there). */
 const workerDeployments = ['inbound', 'inbound-express', 'jobs', 'materials', 'appointments', 'webhooks'];
 /** The largest draft a route suggestion computes (src/routing/problem.ts maxTargets). */
 const draftTargets = 5000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Pushes the draft's import job with the abuser's key and waits for the workers to apply it. */
 async function draftJob(base: string, apiKey: string): Promise<number> {
@@ -109,32 +97,22 @@ export async function runWorstPhase(d: WorstPhaseDeps) {
     const died = Object.entries(peakRss)
       .filter(([, p]) => !p.alive)
       .map(([n]) => n);
-    const victim = (p: VictimPhase) => ({
-      livez: d.summary(p.prober),
-      importJobsRead: d.summary(p.read),
-      singlePush: d.summary(p.push),
-    });
     const result = {
       budgetMiB,
       floods,
       peakRss,
       gatewayUnderBudget: peakRss.gateway!.peakRssMiB < budgetMiB,
       died,
-      victimQuiet: victim(quiet),
-      victimAbused: victim(abused),
+      ...victimFigures(d, quiet, abused),
       abuser: abuserResult,
     };
-    const cell = (s: Summary) => `${s.ms.p50} / ${s.ms.p99} ${JSON.stringify(s.statuses)}`;
     const lines = [
       '',
       `worst (issue 31): gateway budget ${budgetMiB} MiB, upload quotas off; abuser: ${floods} floods of its ` +
         `largest batches, deep/wide bodies, ${d.trickles} trickles, ${params.routeConnections} drafts; all again at once`,
       `peak RSS: ${peaksLine(peakRss)}; gateway ${result.gatewayUnderBudget ? 'UNDER' : 'OVER'} its budget; ` +
         `died: ${died.length ? died.join(', ') : 'none'}`,
-      ...(['livez', 'importJobsRead', 'singlePush'] as const).map(
-        (k) =>
-          `victim ${k.padEnd(15)} ms p50 / p99: quiet ${cell(result.victimQuiet[k])}; abused ${cell(result.victimAbused[k])}`,
-      ),
+      ...victimLines(result),
       `abuser: ${abuserResult.requests} requests ${JSON.stringify(abuserResult.statuses)}, ` +
         `${round(abuserResult.bytesAccepted / 1048576, 0)} MiB accepted`,
     ];
