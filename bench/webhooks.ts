@@ -2,12 +2,12 @@
 // dispatcher (src/workers/runner.ts, WORKERS=webhooks, its webhook settings at their defaults) runs
 // as BENCH_DISPATCHERS (2) processes of their own on a throwaway database, their WEBHOOK_LANE
 // alternately answering and not-answering as deploy/k8s runs them (BENCH_LANES=all: each process
-// takes all deliveries, the setting's default); the receivers run in
-// two others (bench/lib/webhook-receivers.ts: the healthy one apart from the noisy ones), so
-// neither this process's event loop nor the noise skews when a delivery is seen to arrive. Healthy tenants (BENCH_HEALTHY_TENANTS, 4; one client each with two
-// endpoints on one fast receiver) are measured, after a warm-up (20 single deliveries and three
-// bursts, not counted), in these phases (BENCH_PHASES, comma-separated, in this order; default
-// quiet,outage,quietAgain,sender):
+// takes all deliveries, the setting's default); the receivers run in two others
+// (bench/lib/webhook-receivers.ts: the healthy one apart from the noisy ones), so neither this
+// process's event loop nor the noise skews when a delivery is seen to arrive. Healthy tenants
+// (BENCH_HEALTHY_TENANTS, 4; one client each with two endpoints on one fast receiver) are
+// measured, after a warm-up (20 single deliveries and three bursts, not counted), in these phases
+// (BENCH_PHASES, comma-separated, in this order; default quiet,outage,quietAgain,sender):
 //
 //   quiet       nothing else queued: the bare baseline.
 //   probe       a noisy tenant's 19 endpoints × 2 events = 38 deliveries queued before each
@@ -27,13 +27,14 @@
 // (400) healthy events raised one at a time every BENCH_LATENCY_INTERVAL_MS (50), each timed from
 // its commit to its arrival at the receiver (matched by the webhook-id header), two deliveries per
 // event: 800, so that a p99 is not one hiccup's (with 400, the outage's p99 ÷ quiet's spread
-// 1.3-2.2× from run to run); then throughput: (the same noise queued again, then) BENCH_BURST_ROUNDS (5) rounds of
-// BENCH_BURST_DELIVERIES (500) healthy deliveries committed at once, each timed from the commit to
-// the last one received (the median round counts; first-to-last received is printed too: it leaves
-// out the wait for the dispatcher's next poll). Meanwhile: the dispatcher's CPU and peak memory
-// (VmHWM, reset per phase where Linux allows), its PostgreSQL backends' CPU (by application_name)
-// and the database's commits. After a noisy phase its endpoints are disabled and the bench waits
-// until none of its attempts is in flight, so no noise leaks into the next phase.
+// 1.1-2.3× from run to run); then throughput: (the same noise queued again, then)
+// BENCH_BURST_ROUNDS (5) rounds of BENCH_BURST_DELIVERIES (500) healthy deliveries committed at
+// once, each timed from the commit to the last one received (the median round counts;
+// first-to-last received is printed too: it leaves out the wait for the dispatcher's next poll).
+// Meanwhile: the dispatcher's CPU and peak memory (VmHWM, reset per phase where Linux allows), its
+// PostgreSQL backends' CPU (by application_name) and the database's commits. After a noisy phase
+// its endpoints are disabled and the bench waits until none of its attempts is in flight, so no
+// noise leaks into the next phase.
 //
 // Latency is also timed from the commit to the start of each delivery's first attempt (the
 // dispatcher's webhook_attempts.started_at), and set beside an earlier run's (BENCH_BEFORE=<its

@@ -7,10 +7,11 @@
 -- at its last vacuum is costed as empty however many due rows an outage adds (a table of millions
 -- of finished deliveries is not re-analysed for a few thousand). Each of a thousand endpoints then
 -- walked every due delivery: the claim took 0.4-1.1 s, and a healthy tenant's throughput fell to
--- a quarter (bench:webhooks, docs/benchmarks.md). webhook_deliveries_endpoint_due_idx holds the
--- same rows and serves the scrape's count of all due deliveries as well. No statement of this
--- release or 0.1.0 needs the dropped index (0.1.0's claim reads per endpoint too); a roll back
--- keeps it dropped. DROP INDEX takes the table's lock for a moment (lock_timeout, migrate.ts).
+-- a quarter or a third of quiet's (bench:webhooks, docs/benchmarks.md).
+-- webhook_deliveries_endpoint_due_idx holds the same rows and serves the scrape's count of all due
+-- deliveries as well. No statement of this release or 0.1.0 needs the dropped index (0.1.0's
+-- claim reads per endpoint too); a roll back keeps it dropped. DROP INDEX takes the table's lock
+-- for a moment (lock_timeout, migrate.ts).
 DROP INDEX webhook_deliveries_due_idx;
 
 -- Down Migration
